@@ -1,0 +1,247 @@
+"""Stored figures: one house style, atomic PNG + JSON output, and numerical comparison.
+
+Every figure of the book is written as ``<dir>/<chapter>/<figure_id>.png`` plus
+``<figure_id>.json`` holding the plotted numbers, the parameters that produced them and the
+library version. Where ``<dir>`` is depends on who runs the notebook:
+
+* ``DPBAYES_FIGURES_DIR`` set (``python -m dpbayes run`` and ``make test`` set it): write there;
+* unset (an interactive session, ``make book``): nothing is written, the figure is only shown.
+
+The stored copies under ``figures/`` are therefore only replaced by
+``python -m dpbayes run ... --update-stored``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+
+from dpbayes import __version__
+from dpbayes._io import atomic_path, atomic_write_text
+
+FIGURES_ENV = "DPBAYES_FIGURES_DIR"
+DEFAULT_RTOL = 1e-6
+DEFAULT_ATOL = 1e-9
+PNG_RMS_TOLERANCE = 2.0  # RMS of 8-bit pixel differences; identical renders give 0
+
+# Fonts, sizes and DPI fixed in one place so that PNGs are byte-stable across runs.
+STYLE: dict[str, Any] = {
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "figure.figsize": (6.4, 4.0),
+    "font.family": "DejaVu Sans",
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "lines.linewidth": 1.6,
+    "lines.markersize": 5,
+    "axes.prop_cycle": matplotlib.cycler(
+        color=["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+    ),
+    "image.cmap": "viridis",
+    "svg.hashsalt": "dpbayes",
+    "path.simplify": False,
+}
+
+
+def use_style() -> None:
+    """Apply the book's matplotlib style globally (call once at the top of a notebook)."""
+    matplotlib.rcParams.update(STYLE)
+
+
+def _to_jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _to_jsonable(value.tolist())
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        if math.isnan(f):
+            return "nan"
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        return f
+    if isinstance(value, (np.bool_,)):
+        return bool(value)
+    return value
+
+
+def output_dir() -> Path | None:
+    """Directory figures are written to, or ``None`` when figures are only shown."""
+    value = os.environ.get(FIGURES_ENV)
+    return Path(value) if value else None
+
+
+def save_figure(
+    fig: Any,
+    chapter: str,
+    figure_id: str,
+    data: Mapping[str, Any],
+    params: Mapping[str, Any],
+    *,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    note: str = "",
+) -> None:
+    """Write ``fig`` and the numbers behind it, atomically, if an output directory is set.
+
+    Returns nothing, so that a notebook cell ending in this call prints the same output
+    whether or not figures are written.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The finished figure (not closed, so a notebook still shows it inline).
+    chapter, figure_id : str
+        Folder (e.g. ``"01-ubapp"``) and file stem (e.g. ``"fig3-mse-high-privacy"``).
+    data : mapping
+        Every plotted series by name (arrays, lists or scalars); compared numerically in tests.
+    params : mapping
+        The parameters that produced the figure (notebook parameters and derived settings).
+    rtol, atol : float
+        Tolerances used when a fresh run is compared with the stored JSON.
+    note : str
+        Optional provenance note (e.g. which solver produced which curve).
+    """
+    base = output_dir()
+    if base is None:
+        return
+    target = base / chapter / f"{figure_id}.png"
+    payload = {
+        "chapter": chapter,
+        "figure_id": figure_id,
+        "library_version": __version__,
+        "params": _to_jsonable(dict(params)),
+        "tolerance": {"rtol": rtol, "atol": atol},
+        "note": note,
+        "data": _to_jsonable(dict(data)),
+    }
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
+    atomic_write_text(target.with_suffix(".json"), json.dumps(payload, indent=1, sort_keys=True) + "\n")
+
+
+@dataclass(frozen=True)
+class FigureDifference:
+    """One failed comparison: which figure, which series, how large the difference."""
+
+    figure: str
+    series: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.figure}: {self.series}: {self.detail}"
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = value
+
+
+def _numeric(value: Any) -> np.ndarray | None:
+    def conv(v: Any) -> Any:
+        if isinstance(v, list):
+            return [conv(x) for x in v]
+        if v in ("nan", "inf", "-inf"):
+            return float(v)
+        return v
+
+    try:
+        arr = np.asarray(conv(value), dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return arr
+
+
+def compare_figure_json(stored: Mapping[str, Any], fresh: Mapping[str, Any], name: str) -> list[FigureDifference]:
+    """Compare the ``data`` and ``params`` of two figure JSON payloads with the stored tolerances."""
+    tol = stored.get("tolerance", {})
+    rtol = float(tol.get("rtol", DEFAULT_RTOL))
+    atol = float(tol.get("atol", DEFAULT_ATOL))
+    problems: list[FigureDifference] = []
+    for section in ("params", "data"):
+        a: dict[str, Any] = {}
+        b: dict[str, Any] = {}
+        _flatten("", stored.get(section, {}), a)
+        _flatten("", fresh.get(section, {}), b)
+        for key in sorted(set(a) | set(b)):
+            label = f"{section}.{key}"
+            if key not in b:
+                problems.append(FigureDifference(name, label, "missing from the fresh run"))
+                continue
+            if key not in a:
+                problems.append(FigureDifference(name, label, "not in the stored figure"))
+                continue
+            x, y = _numeric(a[key]), _numeric(b[key])
+            if x is None or y is None or x.dtype == object or y.dtype == object:
+                if a[key] != b[key]:
+                    problems.append(FigureDifference(name, label, f"stored {a[key]!r} != fresh {b[key]!r}"))
+                continue
+            if x.shape != y.shape:
+                problems.append(FigureDifference(name, label, f"shape {x.shape} != {y.shape}"))
+                continue
+            same_nonfinite = (np.isnan(x) & np.isnan(y)) | (np.isinf(x) & (x == y))
+            finite = np.isfinite(x) & np.isfinite(y)
+            bad = ~same_nonfinite & ~(finite & np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=False))
+            if np.any(bad):
+                diff = np.where(finite, np.abs(x - y), np.inf)
+                worst = int(np.argmax(np.where(bad, diff, -1.0)))
+                idx = np.unravel_index(worst, x.shape) if x.ndim else ()
+                problems.append(
+                    FigureDifference(
+                        name,
+                        label,
+                        f"{int(bad.sum())} value(s) differ; largest |diff| = {diff.flat[worst]:.3g} "
+                        f"at {tuple(int(i) for i in idx)} (stored {x.flat[worst]!r}, fresh {y.flat[worst]!r}; "
+                        f"rtol={rtol:g}, atol={atol:g})",
+                    )
+                )
+    return problems
+
+
+def compare_figure_png(stored: Path, fresh: Path, tol: float = PNG_RMS_TOLERANCE) -> FigureDifference | None:
+    """Compare two PNGs with :func:`matplotlib.testing.compare.compare_images` (RMS tolerance)."""
+    from matplotlib.testing.compare import compare_images
+
+    result = compare_images(str(stored), str(fresh), tol, in_decorator=True)
+    if result is None:
+        return None
+    return FigureDifference(stored.stem, "png", f"RMS {result['rms']:.3f} > tolerance {tol} (diff image {result['diff']})")
+
+
+def compare_figure_dirs(stored_dir: Path, fresh_dir: Path, png_tol: float = PNG_RMS_TOLERANCE) -> list[FigureDifference]:
+    """Compare every stored figure with its fresh counterpart; report missing and extra figures too."""
+    stored_dir, fresh_dir = Path(stored_dir), Path(fresh_dir)
+    stored = {p.relative_to(stored_dir).with_suffix("") for p in stored_dir.rglob("*.json")}
+    fresh = {p.relative_to(fresh_dir).with_suffix("") for p in fresh_dir.rglob("*.json")} if fresh_dir.exists() else set()
+    problems: list[FigureDifference] = []
+    for rel in sorted(stored - fresh):
+        problems.append(FigureDifference(str(rel), "*", "stored figure was not produced by the notebooks"))
+    for rel in sorted(fresh - stored):
+        problems.append(FigureDifference(str(rel), "*", "produced but not stored (run with --update-stored)"))
+    for rel in sorted(stored & fresh):
+        a = json.loads((stored_dir / rel).with_suffix(".json").read_text())
+        b = json.loads((fresh_dir / rel).with_suffix(".json").read_text())
+        problems += compare_figure_json(a, b, str(rel))
+        diff = compare_figure_png((stored_dir / rel).with_suffix(".png"), (fresh_dir / rel).with_suffix(".png"), png_tol)
+        if diff is not None:
+            problems.append(FigureDifference(str(rel), diff.series, diff.detail))
+    return problems
