@@ -28,6 +28,7 @@ from dpbayes import __version__
 from dpbayes._io import atomic_path, atomic_write_text
 
 FIGURES_ENV = "DPBAYES_FIGURES_DIR"
+NOTEBOOK_ENV = "DPBAYES_NOTEBOOK"  # set by the run command: which notebook wrote a figure
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 1e-9
 PNG_RMS_TOLERANCE = 2.0  # RMS of 8-bit pixel differences; identical renders give 0
@@ -125,6 +126,7 @@ def save_figure(
     payload = {
         "chapter": chapter,
         "figure_id": figure_id,
+        "notebook": os.environ.get(NOTEBOOK_ENV, ""),
         "library_version": __version__,
         "params": _to_jsonable(dict(params)),
         "tolerance": {"rtol": rtol, "atol": atol},
@@ -134,6 +136,18 @@ def save_figure(
     with atomic_path(target) as tmp:
         fig.savefig(tmp, format="png", metadata={"Software": None})
     atomic_write_text(target.with_suffix(".json"), json.dumps(payload, indent=1, sort_keys=True) + "\n")
+
+
+def save_results(name: str, results: Mapping[str, Any]) -> None:
+    """Record scalar results of a run (``results-<name>.json``) for sweep summaries.
+
+    Written next to the figures when an output directory is set; ignored otherwise. The run
+    command gathers these into ``summary.csv`` when it sweeps a parameter.
+    """
+    base = output_dir()
+    if base is None:
+        return
+    atomic_write_text(base / f"results-{name}.json", json.dumps(_to_jsonable(dict(results)), indent=1, sort_keys=True) + "\n")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,300 @@
+"""``python -m dpbayes``: re-run a chapter's notebooks with new parameters (papermill).
+
+Examples
+--------
+python -m dpbayes run chapters/01-ubapp/01a-mse-vs-eps.ipynb -p K 50
+python -m dpbayes run chapters/04-counting-queries -p eps 0.1,0.5,1 --jobs 2
+python -m dpbayes run chapters/01-ubapp --update-stored
+python -m dpbayes params chapters/
+
+Every value is validated against the notebook's ``parameters`` cell before a kernel starts; a bad
+value prints one line naming the parameter and what is allowed, and exits with status 2 without
+creating any output directory. Runs go to ``runs/<notebook>-<hash>/`` (executed notebook,
+``figures/``, ``params.json``), are written to a temporary directory first and renamed into place
+only when complete. The stored notebooks and ``figures/`` are touched only with ``--update-stored``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dpbayes._io import atomic_path
+from dpbayes.figures import FIGURES_ENV, NOTEBOOK_ENV
+from dpbayes.params import Parameter, ParameterError, notebook_parameters, validate_overrides
+
+EXIT_USAGE = 2
+SCALAR_TYPES = ("int", "float", "bool", "str")
+
+
+def repo_root() -> Path:
+    """The book's top level: the nearest parent of the working directory holding ``_toc.yml``."""
+    here = Path.cwd().resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "_toc.yml").exists():
+            return candidate
+    return here
+
+
+def find_notebooks(target: Path) -> list[Path]:
+    """A notebook path, or every notebook of a chapter folder (recursively), sorted."""
+    if target.is_file() and target.suffix == ".ipynb":
+        return [target]
+    if target.is_dir():
+        found = sorted(p for p in target.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts)
+        if found:
+            return found
+        raise ParameterError(f"no notebooks under {target}")
+    raise ParameterError(f"{target} is neither a notebook (.ipynb) nor a folder of notebooks")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One notebook execution with fully validated parameter values."""
+
+    notebook: Path
+    values: dict[str, Any]
+    run_dir: Path
+    chapter: str
+
+
+def params_hash(notebook: Path, values: dict[str, Any]) -> str:
+    """Short stable hash of a notebook name and its parameter overrides."""
+    blob = json.dumps({"notebook": notebook.name, "values": values}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def expand_sweeps(declared: dict[str, Parameter], raw: dict[str, str]) -> list[dict[str, Any]]:
+    """Turn ``-p NAME a,b,c`` on scalar parameters into one override set per combination."""
+    axes: list[list[tuple[str, str]]] = []
+    for name, text in raw.items():
+        param = declared.get(name)
+        if param is not None and param.type in SCALAR_TYPES and "," in text:
+            values = [v.strip() for v in text.split(",") if v.strip()]
+            if not values:
+                raise ParameterError(f"parameter {name}: empty sweep list")
+            axes.append([(name, v) for v in values])
+        else:
+            axes.append([(name, text)])
+    return [dict(combo) for combo in itertools.product(*axes)] if axes else [{}]
+
+
+def plan_jobs(target: Path, raw: dict[str, str], out_base: Path, update_stored: bool) -> tuple[list[Job], bool]:
+    """Validate everything and return the jobs; raises :class:`ParameterError` on any problem."""
+    notebooks = find_notebooks(target)
+    declared_by_nb = {nb: notebook_parameters(nb) for nb in notebooks}
+    for name in raw:
+        if not any(name in d for d in declared_by_nb.values()):
+            known = sorted({n for d in declared_by_nb.values() for n in d})
+            raise ParameterError(f"unknown parameter {name} for {target} (declared: {', '.join(known) or 'none'})")
+    if update_stored and raw:
+        raise ParameterError("--update-stored only stores runs with the default parameters; drop the -p options")
+    jobs: list[Job] = []
+    is_sweep = False
+    for nb, declared in declared_by_nb.items():
+        mine = {k: v for k, v in raw.items() if k in declared}
+        combos = expand_sweeps(declared, mine)
+        is_sweep = is_sweep or len(combos) > 1
+        for combo in combos:
+            values = validate_overrides(declared, combo, where=str(nb))
+            chapter = nb.parent.name if nb.parent.name != "chapters" else nb.stem
+            jobs.append(Job(nb, values, out_base / f"{nb.stem}-{params_hash(nb, values)}", chapter))
+    if is_sweep:
+        sweep_dir = out_base / f"{target.stem}-sweep-{params_hash(target, raw)}"
+        jobs = [Job(j.notebook, j.values, sweep_dir / j.run_dir.name, j.chapter) for j in jobs]
+    return jobs, is_sweep
+
+
+def _clean_for_storage(nb_path: Path) -> None:
+    """Drop papermill's volatile metadata (timestamps, durations) from an executed notebook."""
+    nb = json.loads(nb_path.read_text(encoding="utf-8"))
+    nb.get("metadata", {}).pop("papermill", None)
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {})
+        meta.pop("papermill", None)
+        meta.pop("execution", None)
+    nb_path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def execute(job: Job, progress: bool, timeout: int | None) -> dict[str, Any]:
+    """Run one job into a temporary directory and rename it into place when it succeeded."""
+    import papermill
+
+    job.run_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
+    status = "ok"
+    try:
+        (work / "params.json").write_text(
+            json.dumps({"notebook": str(job.notebook), "parameters": job.values}, indent=1, sort_keys=True) + "\n"
+        )
+        os.environ[FIGURES_ENV] = str(work / "figures")
+        os.environ[NOTEBOOK_ENV] = job.notebook.name
+        try:
+            papermill.execute_notebook(
+                str(job.notebook),
+                str(work / job.notebook.name),
+                parameters=job.values,
+                kernel_name="python3",
+                progress_bar=progress,
+                cwd=str(job.notebook.parent),
+                request_save_on_cell_execute=False,
+                execution_timeout=timeout,
+            )
+        except Exception as exc:  # the executed notebook (with the traceback) is kept for inspection
+            status = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+        final = job.run_dir if status == "ok" else job.run_dir.with_name(job.run_dir.name + "-failed")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(work, final)
+        return {"run_dir": str(final), "status": status}
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _execute_in_worker(job: Job, timeout: int | None) -> dict[str, Any]:
+    return execute(job, progress=False, timeout=timeout)
+
+
+def store(job: Job, run_dir: Path, root: Path) -> list[str]:
+    """Copy a successful default-parameter run over the stored notebook and stored figures."""
+    changed: list[str] = []
+    executed = run_dir / job.notebook.name
+    _clean_for_storage(executed)
+    with atomic_path(job.notebook) as tmp:
+        shutil.copyfile(executed, tmp)
+    changed.append(str(job.notebook))
+    produced = run_dir / "figures"
+    stored_root = root / "figures"
+    new_files = {p.relative_to(produced) for p in produced.rglob("*") if p.is_file()} if produced.exists() else set()
+    # figures this notebook stored earlier but no longer produces are stale: remove them
+    for old_json in stored_root.rglob("*.json") if stored_root.exists() else []:
+        try:
+            owner = json.loads(old_json.read_text()).get("notebook")
+        except json.JSONDecodeError:
+            continue
+        rel = old_json.relative_to(stored_root)
+        if owner == job.notebook.name and rel not in new_files:
+            for stale in (old_json, old_json.with_suffix(".png")):
+                if stale.exists():
+                    stale.unlink()
+                    changed.append(f"removed {stale}")
+    for rel in sorted(new_files):
+        if rel.name.startswith("results-"):
+            continue
+        with atomic_path(stored_root / rel) as tmp:
+            shutil.copyfile(produced / rel, tmp)
+        changed.append(str(stored_root / rel))
+    return changed
+
+
+def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path) -> Path:
+    """One CSV row per run: notebook, parameters, status, directory and recorded scalar results."""
+    rows = []
+    for job in jobs:
+        outcome = outcomes[job.run_dir]
+        row: dict[str, Any] = {"notebook": job.notebook.name, **job.values, **outcome}
+        figs = Path(outcome["run_dir"]) / "figures"
+        for res in sorted(figs.glob("results-*.json")) if figs.exists() else []:
+            for key, value in json.loads(res.read_text()).items():
+                row[f"{res.stem[len('results-'):]}.{key}"] = value
+        rows.append(row)
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    target = sweep_dir / "summary.csv"
+    with atomic_path(target) as tmp, tmp.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return target
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    root = repo_root()
+    raw: dict[str, str] = {}
+    for name, value in args.param or []:
+        if name in raw:
+            raise ParameterError(f"parameter {name} given twice; use a comma list to sweep it")
+        raw[name] = value
+    out_base = Path(args.out) if args.out else root / "runs"
+    jobs, is_sweep = plan_jobs(Path(args.target), raw, out_base, args.update_stored)
+    if args.jobs < 1:
+        raise ParameterError(f"--jobs must be an integer >= 1, got {args.jobs}")
+
+    outcomes: dict[Path, dict[str, Any]] = {}
+    if args.jobs == 1 or len(jobs) == 1:
+        for job in jobs:
+            print(f"running {job.notebook} {json.dumps(job.values) if job.values else '(defaults)'}", file=sys.stderr)
+            outcomes[job.run_dir] = execute(job, progress=not args.quiet, timeout=args.timeout)
+    else:
+        from tqdm import tqdm
+
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {pool.submit(_execute_in_worker, job, args.timeout): job for job in jobs}
+            for fut in tqdm(as_completed(futures), total=len(futures), desc="notebooks", disable=args.quiet):
+                outcomes[futures[fut].run_dir] = fut.result()
+
+    failed = 0
+    for job in jobs:
+        outcome = outcomes[job.run_dir]
+        print(f"{outcome['status']:>6}  {outcome['run_dir']}")
+        if outcome["status"] != "ok":
+            failed += 1
+        elif args.update_stored:
+            for changed in store(job, Path(outcome["run_dir"]), root):
+                print(f"        stored {changed}")
+    if is_sweep:
+        print(f"summary  {write_summary(jobs, outcomes, jobs[0].run_dir.parent)}")
+    return 1 if failed else 0
+
+
+def cmd_params(args: argparse.Namespace) -> int:
+    """Print every notebook's parameters as a Markdown table."""
+    print("| Notebook | Parameter | Type | Default | Allowed | Meaning |")
+    print("|---|---|---|---|---|---|")
+    for nb in find_notebooks(Path(args.target)):
+        for p in notebook_parameters(nb).values():
+            print(f"| `{nb.as_posix()}` | `{p.name}` | `{p.type}` | `{p.default!r}` | {p.allowed} | {p.meaning} |")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m dpbayes", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="execute a notebook or a chapter with papermill")
+    run.add_argument("target", help="a notebook (.ipynb) or a chapter folder")
+    run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                     help="override a parameter; a comma list on a scalar parameter sweeps it")
+    run.add_argument("--out", help="base directory for runs (default: runs/)")
+    run.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    run.add_argument("--update-stored", action="store_true",
+                     help="overwrite the stored notebook outputs and figures/ (default parameters only)")
+    run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds (default: none)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+    params = sub.add_parser("params", help="list the declared parameters of notebooks as a Markdown table")
+    params.add_argument("target", nargs="?", default="chapters")
+    params.set_defaults(func=cmd_params)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ParameterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted: nothing was stored", file=sys.stderr)
+        return 130

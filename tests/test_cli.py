@@ -1,0 +1,117 @@
+"""End to end: `python -m dpbayes run` on a tiny book in a temporary directory."""
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+PARAMS = """eps: float = 1.0  # privacy parameter; range (0, inf)
+seed: int = 3  # seed of numpy.random.default_rng; range [0, inf)
+"""
+BODY = """import numpy as np
+import matplotlib.pyplot as plt
+from dpbayes import figures
+figures.use_style()
+rng = np.random.default_rng(seed)
+noise = rng.laplace(0.0, 1.0 / eps, size=5)
+fig, ax = plt.subplots()
+ax.plot(noise)
+figures.save_figure(fig, "00-demo", "fig1-noise", data={"noise": noise}, params={"eps": eps, "seed": seed})
+figures.save_results("noise", {"mean_abs": float(np.abs(noise).mean())})
+print(f"{np.abs(noise).mean():.4f}")
+plt.show()
+"""
+
+
+@pytest.fixture()
+def book(tmp_path: Path) -> Path:
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\n")
+    chapter = tmp_path / "chapters" / "00-demo"
+    chapter.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Demo"),
+        nbformat.v4.new_code_cell(PARAMS, metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(BODY),
+    ]
+    nbformat.write(nb, chapter / "00a-demo.ipynb")
+    return tmp_path
+
+
+def run(book: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dpbayes", "run", *args, "--quiet"], cwd=book, capture_output=True, text=True, timeout=300)
+
+
+def tree(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-p", "eps", "-1"], "error: parameter eps must lie in (0, inf), got -1.0"),
+        (["-p", "seed", "1.5"], "error: parameter seed must be an integer in [0, inf), got '1.5'"),
+        (["-p", "K", "3"], "error: unknown parameter K"),
+        (["-p", "eps", "1,-2"], "error: parameter eps must lie in (0, inf), got -2.0"),
+    ],
+)
+def test_bad_parameters_exit_2_without_output(book, args, message):
+    before = tree(book)
+    result = run(book, "chapters/00-demo/00a-demo.ipynb", *args)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(message)
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert tree(book) == before  # no runs/ directory, nothing touched
+
+
+def test_update_stored_refuses_overrides(book):
+    result = run(book, "chapters/00-demo", "-p", "eps", "2", "--update-stored")
+    assert result.returncode == 2 and "--update-stored" in result.stderr
+
+
+def test_run_writes_only_under_runs(book):
+    stored = (book / "chapters/00-demo/00a-demo.ipynb").read_bytes()
+    result = run(book, "chapters/00-demo/00a-demo.ipynb", "-p", "eps", "0.5")
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (book / "runs").iterdir()
+    assert run_dir.name.startswith("00a-demo-")
+    assert sorted(p.name for p in run_dir.iterdir()) == ["00a-demo.ipynb", "figures", "params.json"]
+    assert (run_dir / "figures/00-demo/fig1-noise.png").stat().st_size > 0
+    payload = json.loads((run_dir / "figures/00-demo/fig1-noise.json").read_text())
+    assert payload["params"] == {"eps": 0.5, "seed": 3}
+    executed = nbformat.read(run_dir / "00a-demo.ipynb", as_version=4)
+    assert any("injected-parameters" in c.metadata.get("tags", []) for c in executed.cells)
+    assert (book / "chapters/00-demo/00a-demo.ipynb").read_bytes() == stored
+    assert not (book / "figures").exists()
+    # same parameters, same directory and the same numbers
+    first = payload["data"]
+    assert run(book, "chapters/00-demo/00a-demo.ipynb", "-p", "eps", "0.5").returncode == 0
+    assert [p.name for p in (book / "runs").iterdir()] == [run_dir.name]
+    assert json.loads((run_dir / "figures/00-demo/fig1-noise.json").read_text())["data"] == first
+
+
+def test_sweep_in_parallel_writes_summary(book):
+    result = run(book, "chapters/00-demo", "-p", "eps", "0.5,1,2", "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    (sweep,) = (book / "runs").iterdir()
+    assert "sweep" in sweep.name
+    with (sweep / "summary.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert [float(r["eps"]) for r in rows] == [0.5, 1.0, 2.0]
+    assert all(r["status"] == "ok" for r in rows)
+    assert len({r["noise.mean_abs"] for r in rows}) == 3
+
+
+def test_update_stored_writes_notebook_and_figures(book):
+    result = run(book, "chapters/00-demo", "--update-stored")
+    assert result.returncode == 0, result.stderr
+    nb = nbformat.read(book / "chapters/00-demo/00a-demo.ipynb", as_version=4)
+    assert nb.cells[2].outputs, "stored notebook must hold the outputs"
+    assert "papermill" not in nb.metadata
+    assert sorted(p.name for p in (book / "figures/00-demo").iterdir()) == ["fig1-noise.json", "fig1-noise.png"]
+    assert json.loads((book / "figures/00-demo/fig1-noise.json").read_text())["notebook"] == "00a-demo.ipynb"

@@ -1,0 +1,23 @@
+"""Compare the figures written while `make notebooks` ran with the stored ones in figures/.
+
+`make test` sets DPBAYES_FRESH_FIGURES to the directory the notebooks wrote to. Run on its own
+(without that variable) this module is skipped, because there is nothing fresh to compare.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dpbayes.figures import compare_figure_dirs
+
+STORED = Path(__file__).resolve().parents[1] / "figures"
+FRESH = os.environ.get("DPBAYES_FRESH_FIGURES")
+
+
+@pytest.mark.skipif(not FRESH, reason="set DPBAYES_FRESH_FIGURES (make test does) to compare fresh figures")
+def test_fresh_figures_match_stored():
+    assert FRESH is not None
+    assert any(STORED.rglob("*.json")), "no stored figures under figures/"
+    problems = compare_figure_dirs(STORED, Path(FRESH))
+    assert not problems, "figures differ from the stored ones:\n" + "\n".join(map(str, problems))
