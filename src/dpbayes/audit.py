@@ -1,0 +1,690 @@
+"""Privacy audit: exact, analytic and statistical checks of a mechanism's epsilon.
+
+A mechanism :math:`M` is :math:`\\varepsilon`-DP when, for every pair of neighbouring inputs
+:math:`x \\sim x'` and every output event :math:`E`,
+:math:`P(M(x) \\in E) \\le e^{\\varepsilon} P(M(x') \\in E)` (Dwork and Roth 2014, Def. 2.4;
+UBaPP paper Def. 2). For a finite output space the worst event is a single output, so the
+smallest valid epsilon is the *worst-case privacy loss*
+
+.. math:: \\varepsilon^* = \\max_{x \\sim x'} \\max_o \\log \\frac{P(o \\mid x)}{P(o \\mid x')},
+
+and for an output density the same with the density ratio and a supremum over outputs.
+This module computes that quantity in three ways:
+
+* :func:`exact_privacy_loss` -- finite output spaces, from the output-distribution matrix;
+* :func:`laplace_privacy_loss` -- additive Laplace mechanisms (Laplace on a count, LBaPP,
+  truncate-then-Laplace), the supremum of the log density ratio computed from the density;
+* :func:`statistical_lower_bound` -- any sampler, a black-box lower confidence bound on
+  epsilon in the spirit of StatDP (Ding et al. 2018) and DP-Sniper (Bichsel et al. 2021):
+  output events are chosen on one half of the samples and their probabilities bounded on the
+  other half with Clopper-Pearson intervals, so the bound is valid at the stated confidence.
+
+The private ``_mutant_*`` / ``_reference_*`` helpers at the end are deliberately broken (and
+matching correct) toy mechanisms used by the mutation tests and the audit page; they are not
+mechanisms of the book.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special, stats
+
+from dpbayes.validation import check_int, check_positive, check_probability, check_rng
+
+__all__ = [
+    "ExactAudit",
+    "StatisticalAudit",
+    "neighbour_pairs",
+    "exact_privacy_loss",
+    "exact_delta",
+    "laplace_privacy_loss",
+    "clopper_pearson",
+    "statistical_lower_bound",
+    "repeat_sampler",
+    "MutationCase",
+    "mutation_audit",
+]
+
+# Rows of the (pairs x outputs) block evaluated at once: bounds memory for large matrices.
+_BLOCK_ELEMENTS = 2_000_000
+
+
+@dataclass(frozen=True)
+class ExactAudit:
+    """Worst-case privacy loss and where it is attained.
+
+    Attributes
+    ----------
+    eps : float
+        ``max log P(o | x) / P(o | x')`` over the audited neighbour pairs and outputs; ``inf``
+        when some output has positive probability under ``x`` and probability zero under ``x'``.
+    x, x_prime : int
+        The maximising ordered pair of input indices (numerator, denominator).
+    output : int or float
+        The maximising output (column index for a matrix, output value for a density).
+    n_pairs : int
+        Number of ordered neighbour pairs examined.
+    """
+
+    eps: float
+    x: int
+    x_prime: int
+    output: Any
+    n_pairs: int
+
+
+@dataclass(frozen=True)
+class StatisticalAudit:
+    """Result of the black-box auditor :func:`statistical_lower_bound`.
+
+    Attributes
+    ----------
+    eps_lower : float
+        Lower confidence bound on the mechanism's epsilon (0 when no event shows a loss).
+    confidence : float
+        ``P(eps_lower <= true eps) >= confidence`` over the sampling randomness.
+    event : str
+        Human-readable description of the output event selected on the first half.
+    numerator, denominator : object
+        The inputs in the order of the bound: ``P(E | numerator) / P(E | denominator)``.
+    count_numerator, count_denominator : int
+        Test-half counts of the event under each input.
+    n_test : int
+        Test-half sample size per input.
+    eps_point : float
+        Plug-in estimate ``log(p_hat_num / p_hat_den)`` on the test half (``inf`` if the
+        denominator count is 0).
+    """
+
+    eps_lower: float
+    confidence: float
+    event: str
+    numerator: Any
+    denominator: Any
+    count_numerator: int
+    count_denominator: int
+    n_test: int
+    eps_point: float
+
+
+# --------------------------------------------------------------------------------------------
+# Neighbour relations
+# --------------------------------------------------------------------------------------------
+
+
+def neighbour_pairs(n_inputs: int, relation: str | ArrayLike = "adjacent") -> NDArray[np.intp]:
+    """Ordered neighbour pairs ``(x, x')`` of input indices ``0 .. n_inputs - 1``.
+
+    Parameters
+    ----------
+    n_inputs : int
+        Number of inputs (rows of the output-distribution matrix).
+    relation : {"adjacent", "all"} or array of shape (m, 2)
+        ``"adjacent"``: ``i ~ i + 1`` (data sets counted by their number of ones, or a count
+        query under add/remove-one); ``"all"``: every two distinct inputs (local DP, where one
+        individual's whole input may change); or explicit index pairs. The relation is always
+        symmetrised, because DP bounds the ratio in both directions.
+
+    Returns
+    -------
+    ndarray of shape (m', 2)
+        Every ordered pair once, sorted, without self-pairs.
+    """
+    n_inputs = check_int("n_inputs", n_inputs, minimum=2)
+    if isinstance(relation, str):
+        if relation == "adjacent":
+            i = np.arange(n_inputs - 1)
+            pairs = np.column_stack([i, i + 1])
+        elif relation == "all":
+            i, j = np.triu_indices(n_inputs, k=1)
+            pairs = np.column_stack([i, j])
+        else:
+            raise ValueError(f"relation must be 'adjacent', 'all' or an (m, 2) array of index pairs, got {relation!r}")
+    else:
+        pairs = np.asarray(relation)
+        if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
+            raise ValueError(f"relation must be a non-empty (m, 2) array of index pairs, got shape {pairs.shape}")
+        if not np.issubdtype(pairs.dtype, np.integer):
+            raise TypeError("relation must hold integer input indices")
+        if pairs.min() < 0 or pairs.max() >= n_inputs:
+            raise ValueError(f"relation indices must lie in [0, {n_inputs - 1}]")
+    both = np.concatenate([pairs, pairs[:, ::-1]])
+    both = both[both[:, 0] != both[:, 1]]
+    if both.shape[0] == 0:
+        raise ValueError("relation must contain at least one pair of distinct inputs")
+    return np.unique(both, axis=0).astype(np.intp)
+
+
+# --------------------------------------------------------------------------------------------
+# Exact audit of finite-output mechanisms
+# --------------------------------------------------------------------------------------------
+
+
+def _as_log_matrix(
+    P: ArrayLike, input_axis: int, log_probabilities: bool, sum_atol: float | None
+) -> NDArray[np.float64]:
+    """Validate an output-distribution matrix and return log P with inputs on axis 0."""
+    if input_axis not in (0, 1):
+        raise ValueError(f"input_axis must be 0 (rows are inputs) or 1 (columns are inputs), got {input_axis!r}")
+    M = np.asarray(P, dtype=float)
+    if M.ndim != 2 or min(M.shape) == 0:
+        raise ValueError(f"P must be a non-empty 2-D matrix, got shape {M.shape}")
+    if np.isnan(M).any():
+        raise ValueError("P must not contain NaN")
+    if input_axis == 1:
+        M = M.T
+    if log_probabilities:
+        if np.any(M > 0) or np.any(M == np.inf):
+            raise ValueError("P holds log-probabilities (log_probabilities=True), so it must be <= 0")
+        logM = M
+    else:
+        if np.any(M < 0) or not np.all(np.isfinite(M)):
+            raise ValueError(
+                "P must hold finite probabilities >= 0 (clip solver round-off explicitly before auditing)"
+            )
+        with np.errstate(divide="ignore"):
+            logM = np.log(M)
+    if sum_atol is not None:
+        check_positive("sum_atol", sum_atol)
+        sums = np.exp(special.logsumexp(logM, axis=1))
+        worst = int(np.argmax(np.abs(sums - 1.0)))
+        if abs(sums[worst] - 1.0) > sum_atol:
+            raise ValueError(
+                f"P must hold one probability distribution per input (sum 1 within sum_atol={sum_atol:g}); "
+                f"input {worst} sums to {sums[worst]:.12g}"
+            )
+    return logM
+
+
+def exact_privacy_loss(
+    P: ArrayLike,
+    neighbours: str | ArrayLike = "adjacent",
+    *,
+    input_axis: int = 0,
+    log_probabilities: bool = False,
+    sum_atol: float | None = 1e-6,
+) -> ExactAudit:
+    """Exact worst-case privacy loss of a mechanism with a finite output space.
+
+    Computes ``max_{x ~ x'} max_o [log P(o | x) - log P(o | x')]`` (Dwork and Roth 2014,
+    Def. 2.4 restricted to singleton events, which is equivalent for finite outputs).
+    Outputs with ``P(o | x) = 0`` never contribute (0/0 and 0/positive are ignored); an output
+    with ``P(o | x) > 0 = P(o | x')`` gives an infinite loss.
+
+    Parameters
+    ----------
+    P : array_like, 2-D
+        Output distribution of each input: ``P[x, o]`` (``input_axis=0``) or ``P[o, x]``
+        (``input_axis=1``, e.g. the UBaPP matrix whose column ``j`` is the distribution for
+        count ``j``).
+    neighbours : {"adjacent", "all"} or (m, 2) array
+        Neighbour relation on input indices, see :func:`neighbour_pairs`.
+    input_axis : {0, 1}
+        Which axis indexes the inputs.
+    log_probabilities : bool
+        ``P`` holds log-probabilities (use when probabilities underflow).
+    sum_atol : float or None
+        Each input's distribution must sum to 1 within this tolerance; ``None`` skips the check
+        (for a window of an infinite-support pmf that contains the maximising outputs).
+
+    Returns
+    -------
+    ExactAudit
+        The loss, the maximising ordered pair and output (column) index.
+    """
+    logM = _as_log_matrix(P, input_axis, log_probabilities, sum_atol)
+    n_inputs, n_out = logM.shape
+    pairs = neighbour_pairs(n_inputs, neighbours)
+    block = max(1, _BLOCK_ELEMENTS // n_out)
+    best = (-np.inf, int(pairs[0, 0]), int(pairs[0, 1]), 0)
+    for start in range(0, pairs.shape[0], block):
+        p = pairs[start : start + block]
+        num, den = logM[p[:, 0]], logM[p[:, 1]]
+        with np.errstate(invalid="ignore"):
+            loss = num - den  # -inf - (-inf) = nan: 0/0, ignored below
+        loss[num == -np.inf] = -np.inf  # an impossible output under x carries no loss
+        flat = int(np.argmax(loss))
+        r, o = divmod(flat, n_out)
+        if loss[r, o] > best[0]:
+            best = (float(loss[r, o]), int(p[r, 0]), int(p[r, 1]), int(o))
+    eps = max(best[0], 0.0)  # both directions are audited, so the maximum is >= 0 for distributions
+    return ExactAudit(eps=eps, x=best[1], x_prime=best[2], output=best[3], n_pairs=int(pairs.shape[0]))
+
+
+def exact_delta(
+    P: ArrayLike,
+    eps: float,
+    neighbours: str | ArrayLike = "adjacent",
+    *,
+    input_axis: int = 0,
+    sum_atol: float | None = 1e-6,
+) -> float:
+    """Smallest delta for which a finite-output mechanism is (eps, delta)-DP.
+
+    ``max_{x ~ x'} sum_o max(0, P(o | x) - e^eps P(o | x'))``, the hockey-stick divergence
+    (Dwork and Roth 2014, Def. 2.4 with delta > 0). Used to say *how far* a mechanism that is
+    not eps-DP is from it; 0 means eps-DP.
+    """
+    eps = check_positive("eps", eps)
+    logM = _as_log_matrix(P, input_axis, False, sum_atol)
+    M = np.exp(logM)
+    pairs = neighbour_pairs(M.shape[0], neighbours)
+    block = max(1, _BLOCK_ELEMENTS // M.shape[1])
+    worst = 0.0
+    for start in range(0, pairs.shape[0], block):
+        p = pairs[start : start + block]
+        excess = np.clip(M[p[:, 0]] - np.exp(eps) * M[p[:, 1]], 0.0, None).sum(axis=1)
+        worst = max(worst, float(excess.max()))
+    return worst
+
+
+# --------------------------------------------------------------------------------------------
+# Analytic audit of additive Laplace mechanisms
+# --------------------------------------------------------------------------------------------
+
+
+def laplace_privacy_loss(
+    location: ArrayLike,
+    scale: ArrayLike,
+    neighbours: str | ArrayLike = "adjacent",
+    *,
+    inputs: ArrayLike | None = None,
+) -> ExactAudit:
+    """Supremum over outputs of the log density ratio of additive Laplace mechanisms.
+
+    Input ``i`` releases ``location[i] + Laplace(scale[i])`` (independently per coordinate if
+    ``location`` is 2-D, shape ``(n_inputs, d)``). For a pair ``(i, j)`` the log density ratio
+    in one coordinate, ``log f(y | i) - log f(y | j)``, is piecewise linear in ``y`` with kinks
+    only at the two locations; its supremum is therefore attained at a kink or approached in a
+    tail, where the slope is ``+-(1/scale[j] - 1/scale[i])`` (infinite supremum if the scales
+    differ). We evaluate ``scipy.stats.laplace.logpdf`` at both kinks and read the tails from
+    the slopes, so the loss comes from the density, not from the textbook bound
+    ``|location[i] - location[j]| / scale``. Coordinates are independent, so the supremum of the
+    joint ratio is the sum of the per-coordinate suprema.
+
+    Parameters
+    ----------
+    location : array_like, shape (n_inputs,) or (n_inputs, d)
+        Noise-free value released for each input (e.g. ``clamp(x, l, r)``, a count, a posterior
+        mean).
+    scale : array_like, broadcastable to ``location``
+        Laplace scale ``b > 0`` used for each input (and coordinate).
+    neighbours : {"adjacent", "all"} or (m, 2) array
+        Neighbour relation on input indices (``"all"`` for local DP, see :func:`neighbour_pairs`).
+    inputs : array_like, optional
+        Input values, only to report the maximising pair by value instead of index.
+
+    Returns
+    -------
+    ExactAudit
+        ``output`` is the maximising output (first coordinate's kink, or ``+-inf`` for a tail).
+    """
+    loc = np.asarray(location, dtype=float)
+    if loc.ndim == 1:
+        loc = loc[:, None]
+    if loc.ndim != 2 or loc.shape[0] < 2 or not np.all(np.isfinite(loc)):
+        raise ValueError(f"location must be a finite (n_inputs,) or (n_inputs, d) array with n_inputs >= 2, got shape {np.shape(location)}")
+    b = np.asarray(check_positive("scale", scale), dtype=float)
+    if b.ndim == 1:  # one scale per input, shared by its coordinates
+        if b.shape[0] != loc.shape[0]:
+            raise ValueError(f"scale must be a scalar, one value per input ({loc.shape[0]}) or of location's shape")
+        b = b[:, None]
+    try:
+        b = np.broadcast_to(b, loc.shape)
+    except ValueError as exc:
+        raise ValueError(f"scale must be a scalar, one value per input ({loc.shape[0]}) or of location's shape") from exc
+    pairs = neighbour_pairs(loc.shape[0], neighbours)
+    mi, mj = loc[pairs[:, 0]], loc[pairs[:, 1]]
+    bi, bj = b[pairs[:, 0]], b[pairs[:, 1]]
+
+    def log_ratio(y: NDArray[np.float64]) -> NDArray[np.float64]:
+        return stats.laplace.logpdf(y, mi, bi) - stats.laplace.logpdf(y, mj, bj)
+
+    at_kinks = np.maximum(log_ratio(mi), log_ratio(mj))  # (m, d)
+    tail_slope = np.abs(1.0 / bj - 1.0 / bi)
+    per_coord = np.where(tail_slope > 1e-15 * (1.0 / bi + 1.0 / bj), np.inf, at_kinks)
+    total = per_coord.sum(axis=1)
+    r = int(np.argmax(total))
+    if np.isinf(per_coord[r, 0]):
+        out: float = float(np.sign(1.0 / bj[r, 0] - 1.0 / bi[r, 0])) * np.inf
+    else:
+        out = float(mi[r, 0] if log_ratio(mi)[r, 0] >= log_ratio(mj)[r, 0] else mj[r, 0])
+    xi, xj = int(pairs[r, 0]), int(pairs[r, 1])
+    if inputs is not None:
+        vals = np.asarray(inputs)
+        xi, xj = vals[xi].item(), vals[xj].item()
+    return ExactAudit(eps=max(float(total[r]), 0.0), x=xi, x_prime=xj, output=out, n_pairs=int(pairs.shape[0]))
+
+
+# --------------------------------------------------------------------------------------------
+# Black-box statistical auditor
+# --------------------------------------------------------------------------------------------
+
+
+def clopper_pearson(k: ArrayLike, n: int, confidence: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Two one-sided Clopper-Pearson bounds on a binomial proportion.
+
+    Returns ``(lower, upper)`` such that ``P(p >= lower) >= confidence`` and
+    ``P(p <= upper) >= confidence`` separately (Clopper and Pearson 1934; beta quantiles).
+    """
+    n = check_int("n", n, minimum=1)
+    confidence = check_probability("confidence", confidence, open_interval=True)
+    k = np.asarray(k, dtype=float)
+    if np.any(k < 0) or np.any(k > n):
+        raise ValueError(f"k must lie in [0, {n}]")
+    alpha = 1.0 - confidence
+    with np.errstate(invalid="ignore"):
+        lower = np.where(k > 0, stats.beta.ppf(alpha, k, n - k + 1), 0.0)
+        upper = np.where(k < n, stats.beta.ppf(1.0 - alpha, k + 1, n - k), 1.0)
+    return lower, upper
+
+
+def repeat_sampler(draw_one: Callable[[Any, np.random.Generator], Any]) -> Callable[[Any, np.random.Generator, int], NDArray[Any]]:
+    """Turn a one-output sampler ``draw_one(x, rng)`` into ``mechanism(x, rng, size)``."""
+
+    def mechanism(x: Any, rng: np.random.Generator, size: int) -> NDArray[Any]:
+        return np.asarray([draw_one(x, rng) for _ in range(size)])
+
+    return mechanism
+
+
+def _log_ratio_lower(k_num: NDArray[np.float64], k_den: NDArray[np.float64], n: int, confidence: float) -> NDArray[np.float64]:
+    """log(lower bound of p_num / upper bound of p_den), each at sqrt-split confidence.
+
+    The two one-sided bounds each hold with probability 1 - alpha/2, so by the union bound the
+    ratio bound holds with probability 1 - alpha = ``confidence``.
+    """
+    one_sided = 1.0 - (1.0 - confidence) / 2.0
+    lo, _ = clopper_pearson(k_num, n, one_sided)
+    _, hi = clopper_pearson(k_den, n, one_sided)
+    with np.errstate(divide="ignore"):
+        return np.log(lo) - np.log(hi)
+
+
+def _events_from_selection(
+    sel_a: NDArray[Any], sel_b: NDArray[Any], labels_a: NDArray[np.intp] | None, labels_b: NDArray[np.intp] | None,
+    n_labels: int, n_thresholds: int,
+) -> list[tuple[str, Any]]:
+    """Candidate events built from the selection half only."""
+    events: list[tuple[str, Any]] = []
+    if labels_a is not None and labels_b is not None:
+        # Categorical: the best events are top-k sets of outputs by estimated likelihood ratio
+        # (Neyman-Pearson); the ratio is smoothed so unseen outputs do not dominate.
+        ca = np.bincount(labels_a, minlength=n_labels)
+        cb = np.bincount(labels_b, minlength=n_labels)
+        order = np.argsort(-(np.log(ca + 0.5) - np.log(cb + 0.5)), kind="stable")
+        for k in range(1, n_labels):
+            events.append(("set", order[:k]))
+    if sel_a.ndim == 1 and np.issubdtype(sel_a.dtype, np.number):
+        pooled = np.concatenate([sel_a, sel_b])
+        qs = np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, n_thresholds + 2)[1:-1], method="inverted_cdf"))
+        for t in qs:
+            events.append(("ge", float(t)))
+            events.append(("le", float(t)))
+    return events
+
+
+def _event_counts(events: list[tuple[str, Any]], values: NDArray[Any], labels: NDArray[np.intp] | None, n_labels: int) -> NDArray[np.float64]:
+    counts = np.empty(len(events))
+    sorted_vals = np.sort(values) if values.ndim == 1 and np.issubdtype(values.dtype, np.number) else None
+    label_counts = np.bincount(labels, minlength=n_labels) if labels is not None else None
+    for i, (kind, arg) in enumerate(events):
+        if kind == "set":
+            counts[i] = label_counts[arg].sum()  # type: ignore[index]
+        elif kind == "ge":
+            counts[i] = sorted_vals.size - np.searchsorted(sorted_vals, arg, side="left")  # type: ignore[union-attr]
+        else:
+            counts[i] = np.searchsorted(sorted_vals, arg, side="right")  # type: ignore[arg-type]
+    return counts
+
+
+def _describe(kind: str, arg: Any, categories: NDArray[Any] | None) -> str:
+    if kind == "ge":
+        return f"output >= {arg:.6g}"
+    if kind == "le":
+        return f"output <= {arg:.6g}"
+    shown = [np.array2string(np.asarray(categories[i]), precision=4) for i in arg[:5]]  # type: ignore[index]
+    more = f" and {len(arg) - 5} more" if len(arg) > 5 else ""
+    return f"output in {{{', '.join(shown)}{more}}}"
+
+
+def statistical_lower_bound(
+    mechanism: Callable[[Any, np.random.Generator, int], ArrayLike],
+    x: Any,
+    x_prime: Any,
+    rng: np.random.Generator,
+    *,
+    n_samples: int = 200_000,
+    confidence: float = 0.95,
+    max_categories: int = 2_000,
+    n_thresholds: int = 400,
+    statistic: Callable[[NDArray[Any]], NDArray[Any]] | None = None,
+) -> StatisticalAudit:
+    """Black-box lower confidence bound on epsilon from samples on one neighbouring pair.
+
+    Procedure (after StatDP, Ding et al. 2018, and DP-Sniper, Bichsel et al. 2021):
+
+    1. draw ``n_samples`` outputs under each input and split each sample into a *selection*
+       and a *test* half;
+    2. on the selection half, build candidate events -- threshold events ``{o >= t}``,
+       ``{o <= t}`` for scalar outputs and, when there are at most ``max_categories`` distinct
+       outputs, the sets of the ``k`` outputs with the largest estimated likelihood ratio --
+       and pick the event and direction whose Clopper-Pearson ratio bound is largest;
+    3. on the test half (independent of the choice), bound the event's probability under the
+       numerator input from below and under the denominator input from above (Clopper-Pearson,
+       each at ``1 - (1 - confidence)/2``); ``log`` of their ratio is a valid lower bound on
+       epsilon with probability at least ``confidence``.
+
+    Parameters
+    ----------
+    mechanism : callable ``mechanism(x, rng, size) -> array``
+        Vectorised sampler returning ``size`` outputs (scalars, shape ``(size,)``, or vectors,
+        shape ``(size, d)``); wrap a one-output sampler with :func:`repeat_sampler`.
+    x, x_prime : object
+        The neighbouring inputs, passed to ``mechanism`` unchanged.
+    rng : numpy.random.Generator
+        Source of all randomness (the mechanism's draws and nothing else).
+    n_samples : int
+        Outputs drawn per input (half for selection, half for the test).
+    confidence : float
+        Confidence level of the returned lower bound, in (0, 1).
+    max_categories : int
+        Outputs with at most this many distinct values are also treated as categorical.
+    n_thresholds : int
+        Number of candidate thresholds (quantiles of the pooled selection half).
+    statistic : callable, optional
+        Fixed post-processing applied to the outputs before events are built (e.g. a scalar
+        summary of a continuous vector output). Post-processing cannot increase the privacy
+        loss, so the bound stays valid for the mechanism itself.
+    """
+    rng = check_rng("rng", rng)
+    n_samples = check_int("n_samples", n_samples, minimum=20)
+    confidence = check_probability("confidence", confidence, open_interval=True)
+    max_categories = check_int("max_categories", max_categories, minimum=2)
+    n_thresholds = check_int("n_thresholds", n_thresholds, minimum=1)
+    out_a = np.asarray(mechanism(x, rng, n_samples))
+    out_b = np.asarray(mechanism(x_prime, rng, n_samples))
+    if statistic is not None:
+        out_a, out_b = np.asarray(statistic(out_a)), np.asarray(statistic(out_b))
+    if out_a.shape[:1] != (n_samples,) or out_b.shape != out_a.shape or out_a.ndim > 2:
+        raise ValueError(f"mechanism must return an array of shape (size,) or (size, d); got {out_a.shape} and {out_b.shape}")
+    half = n_samples // 2
+    n_test = n_samples - half
+
+    # Category labels are a deterministic function of the output values (no use of which half
+    # a value came from), so building them on the pooled sample does not leak the test half.
+    pooled = np.concatenate([out_a, out_b])
+    categories, inverse = np.unique(pooled, axis=0 if pooled.ndim == 2 else None, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if categories.shape[0] <= max_categories and categories.shape[0] >= 2:
+        lab_a, lab_b = inverse[:n_samples], inverse[n_samples:]
+        n_labels = int(categories.shape[0])
+    else:
+        lab_a = lab_b = None
+        n_labels = 0
+    if lab_a is None and out_a.ndim != 1:
+        raise ValueError("vector outputs need at most max_categories distinct values; pass a scalar statistic instead")
+
+    def split(lab: NDArray[np.intp] | None, part: slice) -> NDArray[np.intp] | None:
+        return None if lab is None else lab[part]
+
+    sel, tst = slice(0, half), slice(half, n_samples)
+    events = _events_from_selection(out_a[sel], out_b[sel], split(lab_a, sel), split(lab_b, sel), n_labels, n_thresholds)
+    # Events "favouring x_prime" come from the same construction with the roles swapped.
+    events_rev = _events_from_selection(out_b[sel], out_a[sel], split(lab_b, sel), split(lab_a, sel), n_labels, n_thresholds)
+    if not events and not events_rev:
+        return StatisticalAudit(0.0, confidence, "no event (constant output)", x, x_prime, 0, 0, n_test, 0.0)
+
+    best_val, best = -np.inf, None
+    for direction, evs in ((0, events), (1, events_rev)):
+        if not evs:
+            continue
+        ka = _event_counts(evs, out_a[sel], split(lab_a, sel), n_labels)
+        kb = _event_counts(evs, out_b[sel], split(lab_b, sel), n_labels)
+        num, den = (ka, kb) if direction == 0 else (kb, ka)
+        score = _log_ratio_lower(num, den, half, confidence)
+        i = int(np.argmax(score))
+        if score[i] > best_val or best is None:
+            best_val, best = float(score[i]), (direction, evs[i])
+    assert best is not None
+    direction, (kind, arg) = best
+    ka_t = _event_counts([(kind, arg)], out_a[tst], split(lab_a, tst), n_labels)[0]
+    kb_t = _event_counts([(kind, arg)], out_b[tst], split(lab_b, tst), n_labels)[0]
+    num_k, den_k = (ka_t, kb_t) if direction == 0 else (kb_t, ka_t)
+    lower = float(_log_ratio_lower(np.array([num_k]), np.array([den_k]), n_test, confidence)[0])
+    with np.errstate(divide="ignore"):
+        point = float(np.log(num_k) - np.log(den_k)) if num_k > 0 else -np.inf
+    numerator, denominator = (x, x_prime) if direction == 0 else (x_prime, x)
+    return StatisticalAudit(
+        eps_lower=max(lower, 0.0),
+        confidence=confidence,
+        event=_describe(kind, arg, categories if n_labels else None),
+        numerator=numerator,
+        denominator=denominator,
+        count_numerator=int(num_k),
+        count_denominator=int(den_k),
+        n_test=n_test,
+        eps_point=point,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Reference and deliberately broken toy mechanisms (mutation tests and the audit page only)
+# --------------------------------------------------------------------------------------------
+# Each pair below is a textbook mechanism written once correctly and once with a classic
+# calibration bug. The audit must pass the first and catch the second. They are *not* the
+# book's mechanisms (those live in the chapters' modules).
+
+
+def _reference_laplace_count(count: ArrayLike, eps: float, rng: np.random.Generator, size: int, *, scale_factor: float = 1.0) -> NDArray[np.float64]:
+    """Count + Laplace(scale_factor / eps): eps-DP for sensitivity 1 iff scale_factor >= 1."""
+    return float(count) + rng.laplace(0.0, scale_factor / eps, size)
+
+
+def _reference_truncate_laplace(
+    x: float, low: float, high: float, eps: float, rng: np.random.Generator, size: int, *, clamp: bool = True
+) -> NDArray[np.float64]:
+    """clamp(x, low, high) + (high - low) Laplace(1/eps) (adaptive-truncation paper, eq. (2));
+    eps-DP for any two inputs. ``clamp=False`` is the mutant: unbounded sensitivity."""
+    value = float(np.clip(x, low, high)) if clamp else float(x)
+    return value + (high - low) * rng.laplace(0.0, 1.0 / eps, size)
+
+
+def _reference_histogram_laplace(
+    hist: ArrayLike, eps: float, rng: np.random.Generator, size: int, *, sensitivity: float = 2.0
+) -> NDArray[np.float64]:
+    """Histogram + Laplace(sensitivity / eps) per cell. Replacing one record moves one unit from
+    one cell to another, so the l1-sensitivity is 2; ``sensitivity=1`` is the mutant."""
+    h = np.asarray(hist, dtype=float)
+    return h[None, :] + rng.laplace(0.0, sensitivity / eps, (size, h.size))
+
+
+def _reference_exponential_matrix(utility: ArrayLike, eps: float, sensitivity: float, *, factor: float = 2.0) -> NDArray[np.float64]:
+    """Exponential mechanism P(o | x) proportional to exp(eps u(x, o) / (factor * sensitivity))
+    (McSherry and Talwar 2007; Dwork and Roth 2014, Thm 3.10). eps-DP with ``factor=2``;
+    ``factor=1`` is the mutant (it can reach 2 eps because the normaliser moves too)."""
+    w = eps * np.asarray(utility, dtype=float) / (factor * sensitivity)
+    return np.exp(w - special.logsumexp(w, axis=1, keepdims=True))
+
+
+@dataclass(frozen=True)
+class MutationCase:
+    """One row of :func:`mutation_audit`: a toy mechanism, its claim and what the audit found."""
+
+    name: str
+    broken: bool
+    claimed_eps: float
+    audited_eps: float
+    audit_kind: str
+    statistical_lower: float
+    caught: bool
+
+
+def mutation_audit(eps: float, rng: np.random.Generator, *, n_samples: int = 100_000, n: int = 10, confidence: float = 0.95) -> list[MutationCase]:
+    """Audit each reference mechanism and its mutant; ``caught`` means the exact/analytic loss
+    exceeds the claim by more than 1e-9 or the statistical lower bound exceeds the claim.
+
+    Parameters
+    ----------
+    eps : float
+        Claimed epsilon of every toy mechanism.
+    rng : numpy.random.Generator
+        Randomness of the statistical auditor.
+    n_samples : int
+        Samples per input for the statistical auditor.
+    n : int
+        Domain size of the count-based mechanisms (counts 0..n).
+    """
+    eps = check_positive("eps", eps)
+    rng = check_rng("rng", rng)
+    n = check_int("n", n, minimum=2)
+    cases: list[MutationCase] = []
+
+    def add(name: str, broken: bool, exact: ExactAudit, kind: str, stat: StatisticalAudit) -> None:
+        caught = exact.eps > eps + 1e-9 or stat.eps_lower > eps
+        cases.append(MutationCase(name, broken, eps, exact.eps, kind, stat.eps_lower, caught))
+
+    counts = np.arange(n + 1)
+    for broken in (False, True):
+        f = 0.5 if broken else 1.0
+        add(
+            "Laplace on a count" + (", scale halved" if broken else ""), broken,
+            laplace_privacy_loss(counts, f / eps), "analytic",
+            statistical_lower_bound(lambda c, g, s: _reference_laplace_count(c, eps, g, s, scale_factor=f), 0, 1, rng,
+                                    n_samples=n_samples, confidence=confidence),
+        )
+    low, high = 0.0, 1.0
+    xs = np.linspace(-2.0, 3.0, 11)  # reaches beyond both truncation points
+    for broken in (False, True):
+        loc = xs if broken else np.clip(xs, low, high)
+        add(
+            "truncate-then-Laplace" + (", clamping removed" if broken else ""), broken,
+            laplace_privacy_loss(loc, (high - low) / eps, "all", inputs=xs), "analytic",
+            statistical_lower_bound(lambda x, g, s: _reference_truncate_laplace(x, low, high, eps, g, s, clamp=not broken),
+                                    float(xs[0]), float(xs[-1]), rng, n_samples=n_samples, confidence=confidence),
+        )
+    hist, hist_nb = np.array([3.0, 2.0, 5.0]), np.array([2.0, 3.0, 5.0])  # one record moved 0 -> 1
+    for broken in (False, True):
+        sens = 1.0 if broken else 2.0
+        add(
+            "Laplace histogram" + (", sensitivity 1 instead of 2" if broken else ""), broken,
+            laplace_privacy_loss(np.stack([hist, hist_nb]), sens / eps, "all"), "analytic",
+            statistical_lower_bound(lambda h, g, s: _reference_histogram_laplace(h, eps, g, s, sensitivity=sens),
+                                    hist, hist_nb, rng, n_samples=n_samples, confidence=confidence,
+                                    statistic=lambda o: o[:, 1] - o[:, 0]),
+        )
+    utility = -np.abs(counts[:, None] - counts[None, :]).astype(float)  # sensitivity 1 in x
+    for broken in (False, True):
+        P = _reference_exponential_matrix(utility, eps, 1.0, factor=1.0 if broken else 2.0)
+        add(
+            "exponential mechanism" + (" without the factor 2" if broken else ""), broken,
+            exact_privacy_loss(P), "exact",
+            statistical_lower_bound(lambda x, g, s: g.choice(n + 1, size=s, p=P[x]), 0, 1, rng,
+                                    n_samples=n_samples, confidence=confidence),
+        )
+    return cases

@@ -1,0 +1,242 @@
+"""Privacy audit: the auditors are right on cases with known answers, and catch broken mechanisms."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpbayes import audit as A
+
+
+def randomized_response(eps: float) -> np.ndarray:
+    """Binary randomized response: keep the bit with probability e^eps / (1 + e^eps); loss = eps."""
+    keep = np.exp(eps) / (1.0 + np.exp(eps))
+    return np.array([[keep, 1 - keep], [1 - keep, keep]])
+
+
+# ---------------------------------------------------------------------------------- neighbours
+
+
+def test_neighbour_pairs_relations():
+    assert A.neighbour_pairs(3).tolist() == [[0, 1], [1, 0], [1, 2], [2, 1]]
+    assert len(A.neighbour_pairs(4, "all")) == 12
+    assert A.neighbour_pairs(3, np.array([[2, 0], [1, 1]])).tolist() == [[0, 2], [2, 0]]
+    with pytest.raises(ValueError, match="relation must be"):
+        A.neighbour_pairs(3, "nearby")
+    with pytest.raises(ValueError, match=r"relation indices must lie in \[0, 2\]"):
+        A.neighbour_pairs(3, np.array([[0, 3]]))
+    with pytest.raises(ValueError, match="n_inputs must be an integer"):
+        A.neighbour_pairs(1)
+
+
+# ---------------------------------------------------------------------------------- exact audit
+
+
+@pytest.mark.parametrize("eps", [1e-3, 0.3, 1.0, 5.0])
+def test_exact_loss_of_randomized_response_is_eps(eps):
+    res = A.exact_privacy_loss(randomized_response(eps))
+    assert res.eps == pytest.approx(eps, rel=1e-12, abs=1e-15)
+    assert res.n_pairs == 2
+
+
+def test_exact_loss_reports_maximising_pair_and_output():
+    P = np.array([[0.5, 0.3, 0.2], [0.4, 0.4, 0.2], [0.1, 0.4, 0.5]])
+    res = A.exact_privacy_loss(P)
+    # brute force over ordered adjacent pairs and outputs
+    cand = {(i, j, o): np.log(P[i, o] / P[j, o]) for i, j in [(0, 1), (1, 0), (1, 2), (2, 1)] for o in range(3)}
+    (i, j, o), best = max(cand.items(), key=lambda kv: kv[1])
+    assert (res.x, res.x_prime, res.output) == (i, j, o) == (1, 2, 0)
+    assert res.eps == pytest.approx(best)
+    # columns as inputs gives the same answer
+    assert A.exact_privacy_loss(P.T, input_axis=1) == res
+    # log-probabilities give the same answer
+    assert A.exact_privacy_loss(np.log(P), log_probabilities=True).eps == pytest.approx(res.eps)
+    # "all" pairs includes (0, 2)
+    assert A.exact_privacy_loss(P, "all").eps == pytest.approx(np.log(0.5 / 0.1))
+
+
+def test_exact_loss_zero_probabilities():
+    # 0/0 is ignored, 0/positive is ignored, positive/0 is infinite
+    P = np.array([[0.5, 0.5, 0.0], [0.25, 0.75, 0.0]])
+    assert A.exact_privacy_loss(P).eps == pytest.approx(np.log(2))
+    Q = np.array([[0.5, 0.5, 0.0], [0.5, 0.25, 0.25]])
+    res = A.exact_privacy_loss(Q)
+    assert res.eps == np.inf and (res.x, res.x_prime, res.output) == (1, 0, 2)
+    # identical rows: no loss
+    assert A.exact_privacy_loss(np.array([[1.0, 0.0], [1.0, 0.0]])).eps == 0.0
+
+
+def test_exact_loss_blocks_agree_with_one_shot(monkeypatch):
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(7), size=30)
+    full = A.exact_privacy_loss(P, "all")
+    monkeypatch.setattr(A, "_BLOCK_ELEMENTS", 10)
+    assert A.exact_privacy_loss(P, "all") == full
+
+
+def test_exact_loss_input_errors():
+    with pytest.raises(ValueError, match="P must hold finite probabilities >= 0"):
+        A.exact_privacy_loss(np.array([[1.1, -0.1], [0.5, 0.5]]))
+    with pytest.raises(ValueError, match="input 1 sums to 0.9"):
+        A.exact_privacy_loss(np.array([[0.5, 0.5], [0.5, 0.4]]))
+    assert A.exact_privacy_loss(np.array([[0.5, 0.5], [0.5, 0.4]]), sum_atol=None).eps == pytest.approx(np.log(1.25))
+    with pytest.raises(ValueError, match="P must be a non-empty 2-D matrix"):
+        A.exact_privacy_loss(np.ones(3) / 3)
+    with pytest.raises(ValueError, match="P must not contain NaN"):
+        A.exact_privacy_loss(np.array([[np.nan, 1.0], [0.5, 0.5]]))
+    with pytest.raises(ValueError, match="input_axis must be 0"):
+        A.exact_privacy_loss(randomized_response(1.0), input_axis=2)
+    with pytest.raises(ValueError, match="log_probabilities=True"):
+        A.exact_privacy_loss(np.array([[0.1, -1.0], [-1.0, -1.0]]), log_probabilities=True)
+
+
+def test_exact_delta():
+    assert A.exact_delta(randomized_response(1.0), 1.0) == pytest.approx(0.0, abs=1e-15)
+    # RR calibrated for eps=2 but claimed eps=1: delta = keep - e^1 (1 - keep)
+    keep = np.exp(2) / (1 + np.exp(2))
+    assert A.exact_delta(randomized_response(2.0), 1.0) == pytest.approx(keep - np.e * (1 - keep))
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        A.exact_delta(randomized_response(1.0), 0.0)
+
+
+def test_geometric_mechanism_window_is_exact():
+    # Two-sided geometric (scipy dlaplace) on counts 0..n: log ratio is constant outside the
+    # window [-W, n + W], so a window audit is exact.
+    eps, n = 0.7, 6
+    z = np.arange(-20, n + 21)
+    P = stats.dlaplace.pmf(z[None, :] - np.arange(n + 1)[:, None], eps)
+    assert A.exact_privacy_loss(P, sum_atol=None).eps == pytest.approx(eps, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------- analytic audit
+
+
+@pytest.mark.parametrize("eps", [0.01, 1.0, 3.0])
+def test_laplace_loss_equal_scales(eps):
+    counts = np.arange(6)
+    res = A.laplace_privacy_loss(counts, 1 / eps)
+    assert res.eps == pytest.approx(eps, rel=1e-12)
+    # local DP on clamped values: worst pair is the two ends
+    xs = np.linspace(-1, 2, 13)
+    res = A.laplace_privacy_loss(np.clip(xs, 0, 1), 1 / eps, "all", inputs=xs)
+    assert res.eps == pytest.approx(eps, rel=1e-12)
+    assert res.x <= 0 and res.x_prime >= 1 or res.x >= 1 and res.x_prime <= 0
+
+
+def test_laplace_loss_matches_brute_force_density_ratio():
+    rng = np.random.default_rng(3)
+    loc = rng.normal(size=(5, 2))
+    scale = rng.uniform(0.5, 2.0, size=5)
+    scale_2d = np.repeat(scale[:, None], 2, axis=1)
+    y = np.linspace(-40, 40, 80001)
+    pairs = A.neighbour_pairs(5)
+    # different scales give an unbounded ratio in a tail
+    assert A.laplace_privacy_loss(loc, scale).eps == np.inf
+    # equal scales: compare with a dense grid supremum, coordinate by coordinate
+    b = 0.8
+    res = A.laplace_privacy_loss(loc, b)
+    grid_sup = max(
+        sum(np.max(stats.laplace.logpdf(y, loc[i, k], b) - stats.laplace.logpdf(y, loc[j, k], b)) for k in range(2))
+        for i, j in pairs
+    )
+    assert res.eps == pytest.approx(grid_sup, abs=1e-3)
+    assert A.laplace_privacy_loss(loc, scale_2d).eps == np.inf
+
+
+def test_laplace_loss_input_errors():
+    with pytest.raises(ValueError, match="scale must be > 0"):
+        A.laplace_privacy_loss(np.arange(3), 0.0)
+    with pytest.raises(ValueError, match="scale must be a scalar, one value per input"):
+        A.laplace_privacy_loss(np.arange(3), np.ones(2))
+    with pytest.raises(ValueError, match="location must be a finite"):
+        A.laplace_privacy_loss(np.array([0.0, np.inf]), 1.0)
+
+
+# ---------------------------------------------------------------------------------- statistical audit
+
+
+def test_clopper_pearson_matches_scipy_exact_interval():
+    n = 50
+    for k in [0, 1, 17, 49, 50]:
+        lo, hi = A.clopper_pearson(k, n, 0.95)
+        ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.90, method="exact")
+        assert lo == pytest.approx(ci.low, abs=1e-10)
+        assert hi == pytest.approx(ci.high, abs=1e-10)
+    with pytest.raises(ValueError, match=r"k must lie in \[0, 50\]"):
+        A.clopper_pearson(51, n, 0.95)
+    with pytest.raises(ValueError, match=r"confidence must lie in \(0.0, 1.0\)"):
+        A.clopper_pearson(1, n, 1.0)
+
+
+def test_statistical_bound_is_valid_and_tight_on_randomized_response():
+    # Valid: with 20 fixed seeds the 90% lower bound exceeds the true eps rarely (binomial(20, 0.1)
+    # tail; we allow up to 5), and it is reasonably tight.
+    eps = 1.0
+    P = randomized_response(eps)
+    mech = lambda x, g, s: (g.random(s) < P[x, 1]).astype(int)  # noqa: E731
+    bounds = [A.statistical_lower_bound(mech, 0, 1, np.random.default_rng(s), n_samples=4000, confidence=0.9).eps_lower for s in range(20)]
+    assert sum(b > eps for b in bounds) <= 5
+    assert np.median(bounds) > 0.8
+
+
+def test_statistical_bound_deterministic_and_categorical_vectors():
+    mech = lambda x, g, s: np.column_stack([g.integers(0, 2, s), (g.random(s) < 0.2 + 0.3 * x).astype(int)])  # noqa: E731
+    r1 = A.statistical_lower_bound(mech, 0, 1, np.random.default_rng(5), n_samples=20000)
+    r2 = A.statistical_lower_bound(mech, 0, 1, np.random.default_rng(5), n_samples=20000)
+    assert r1 == r2
+    true_eps = np.log(0.5 / 0.2)  # the worst event: second coordinate 1, under x=1 vs x=0
+    assert 0.3 < r1.eps_lower <= true_eps
+    assert r1.n_test == 10000 and "output in" in r1.event
+
+
+def test_statistical_bound_input_errors():
+    mech = lambda x, g, s: g.random(s)  # noqa: E731
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+        A.statistical_lower_bound(mech, 0, 1, 1)
+    with pytest.raises(ValueError, match="n_samples must be an integer"):
+        A.statistical_lower_bound(mech, 0, 1, np.random.default_rng(0), n_samples=10)
+    with pytest.raises(ValueError, match="mechanism must return an array of shape"):
+        A.statistical_lower_bound(lambda x, g, s: g.random(s + 1), 0, 1, np.random.default_rng(0), n_samples=100)
+    with pytest.raises(ValueError, match="vector outputs need at most max_categories"):
+        A.statistical_lower_bound(lambda x, g, s: g.random((s, 2)), 0, 1, np.random.default_rng(0), n_samples=100, max_categories=10)
+    # a constant mechanism shows no loss
+    res = A.statistical_lower_bound(lambda x, g, s: np.zeros(s), 0, 1, np.random.default_rng(0), n_samples=100)
+    assert res.eps_lower == 0.0
+
+
+def test_repeat_sampler():
+    mech = A.repeat_sampler(lambda x, g: x + g.laplace())
+    out = mech(2.0, np.random.default_rng(0), 5)
+    assert out.shape == (5,)
+
+
+# ---------------------------------------------------------------------------------- mutations
+
+
+@pytest.fixture(scope="module")
+def mutation_cases():
+    return A.mutation_audit(1.0, np.random.default_rng(2026), n_samples=100_000)
+
+
+def test_every_mutant_is_caught_by_both_audits(mutation_cases):
+    broken = [c for c in mutation_cases if c.broken]
+    assert len(broken) == 4
+    for c in broken:
+        assert c.audited_eps > c.claimed_eps + 1e-9, c  # exact / analytic catches it
+        assert c.statistical_lower > c.claimed_eps, c  # black-box auditor catches it too
+        assert c.caught
+
+
+def test_correct_reference_mechanisms_pass(mutation_cases):
+    correct = [c for c in mutation_cases if not c.broken]
+    assert len(correct) == 4
+    for c in correct:
+        assert c.audited_eps <= c.claimed_eps + 1e-9, c
+        assert c.statistical_lower <= c.claimed_eps, c
+        assert not c.caught
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.5, 2.0])
+def test_mutants_caught_exactly_across_eps(eps):
+    # the exact / analytic half does not depend on sampling: check it over a range of eps
+    for c in A.mutation_audit(eps, np.random.default_rng(0), n_samples=200):
+        assert (c.audited_eps > eps + 1e-9) == c.broken, c
