@@ -1,0 +1,191 @@
+"""Tests for dpbayes.counting (Naldi & D'Acquisto, Bayes estimation of a Laplace-noised count)."""
+
+import numpy as np
+import pytest
+
+from dpbayes import counting as ct
+
+
+# --- Section 2: out-of-range probability -------------------------------------------------
+
+
+@pytest.mark.parametrize("a", [0, 3, 10])
+def test_out_of_range_probability_matches_simulation(a):
+    n, eps = 10, 0.4
+    rng = np.random.default_rng(11)
+    y = a + rng.laplace(0, 1 / eps, size=200_000)
+    freq = np.mean((y < 0) | (y > n))
+    p = ct.out_of_range_probability(a, n, eps)
+    assert abs(freq - p) < 4 * np.sqrt(p * (1 - p) / y.size)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 100])
+@pytest.mark.parametrize("eps", [1e-3, 0.1, 2.0])
+def test_theorem_2_1_and_minimum(n, eps):
+    values = ct.out_of_range_probability(np.arange(n + 1), n, eps)
+    assert values.max() == pytest.approx(ct.max_out_of_range_probability(n, eps), rel=1e-12)
+    assert values[0] == values.max() and values[-1] == pytest.approx(values.max(), rel=1e-12)
+    assert values.min() == pytest.approx(ct.min_out_of_range_probability_exact(n, eps), rel=1e-12)
+    paper = ct.min_out_of_range_probability(n, eps)
+    if n % 2 == 1:
+        assert paper == pytest.approx(values.min(), rel=1e-12)
+    else:
+        # eq. (6) overstates the minimum for even n by cosh(eps/2)
+        assert paper == pytest.approx(values.min() * np.cosh(eps / 2), rel=1e-12)
+
+
+def test_expected_out_of_range_probability():
+    n, p, eps = 20, 0.3, 0.5
+    from scipy import stats
+
+    w = stats.binom.pmf(np.arange(n + 1), n, p)
+    direct = np.sum(w * ct.out_of_range_probability(np.arange(n + 1), n, eps))
+    assert ct.expected_out_of_range_probability(n, p, eps) == pytest.approx(direct, rel=1e-12)
+
+
+# --- Section 3: estimators ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,p,eps", [(100, 0.3, 0.1), (30, 0.05, 2.0), (7, 0.9, 10.0), (200, 0.5, 1e-3)])
+def test_fast_estimators_match_dense_posterior(n, p, eps):
+    y = np.concatenate([np.linspace(-3 * n, 4 * n, 997), np.arange(n + 1) + 0.0, [-1e6, 1e6]])
+    post = np.exp(ct.posterior_logpmf(y, n, p, eps))
+    k = np.arange(n + 1)
+    # |y| = 1e6 with eps = 10 puts 1e7 into the exponents: ~1e-9 relative rounding either way
+    np.testing.assert_allclose(ct.bayes_estimate(y, n, p, eps), post @ k, rtol=1e-7, atol=1e-9)
+    dense_median = np.argmax(np.cumsum(post, axis=1) >= 0.5, axis=1)
+    np.testing.assert_array_equal(ct.posterior_median(y, n, p, eps), dense_median)
+
+
+def test_bayes_estimate_scalar_and_shape():
+    assert isinstance(ct.bayes_estimate(3.2, 10, 0.3, 1.0), float)
+    assert ct.bayes_estimate(np.zeros((2, 3)), 10, 0.3, 1.0).shape == (2, 3)
+
+
+def test_bayes_estimate_degenerate_prior():
+    y = np.linspace(-100, 100, 11)
+    np.testing.assert_allclose(ct.bayes_estimate(y, 40, 0.0, 0.5), 0.0)
+    np.testing.assert_allclose(ct.bayes_estimate(y, 40, 1.0, 0.5), 40.0)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 100_000])
+@pytest.mark.parametrize("eps", [1e-4, 1e-2, 1.0, 10.0])
+@pytest.mark.parametrize("p", [1e-9, 0.3, 1 - 1e-9])
+def test_bayes_estimate_finite_and_in_range(n, eps, p):
+    y = np.concatenate([np.linspace(-1e6, 1e6, 401), np.linspace(-3, n + 3, 401)])
+    for f in (ct.bayes_estimate, ct.posterior_median):
+        m = f(y, n, p, eps)
+        assert np.all(np.isfinite(m))
+        assert np.all((m >= 0) & (m <= n))
+
+
+def test_bayes_estimate_monotone_in_y():
+    y = np.linspace(-50, 150, 4001)
+    m = ct.bayes_estimate(y, 100, 0.3, 0.2)
+    assert np.all(np.diff(m) >= -1e-9)
+
+
+def test_bad_input_is_rejected_with_named_parameter():
+    with pytest.raises(ValueError, match="eps"):
+        ct.bayes_estimate(1.0, 10, 0.3, 0.0)
+    with pytest.raises(ValueError, match="p"):
+        ct.bayes_estimate(1.0, 10, 1.3, 1.0)
+    with pytest.raises(ValueError, match="n"):
+        ct.bayes_estimate(1.0, 0, 0.3, 1.0)
+    with pytest.raises(ValueError, match="y"):
+        ct.bayes_estimate([1.0, np.nan], 10, 0.3, 1.0)
+    with pytest.raises(ValueError, match="estimator"):
+        ct.mean_abs_error("mode", 10, 0.3, 1.0)
+    with pytest.raises(ValueError, match="a must"):
+        ct.out_of_range_probability(11, 10, 1.0)
+
+
+# --- Section 4: exact metrics ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [0.01, 0.3, 1.0, 10.0])
+def test_naive_error_is_one_over_eps(eps):
+    # eq. (14): a strong check of the quadrature, the break points and the closed-form tails
+    assert ct.mean_abs_error("naive", 50, 0.3, eps) == pytest.approx(1 / eps, rel=1e-10)
+    assert ct.prob_lower_error("naive", 50, 0.3, eps) == 0.0
+
+
+def test_marginal_density_integrates_to_one():
+    n, p, eps = 40, 0.3, 0.5
+    y = np.linspace(-200, 240, 200_001)
+    f = ct.marginal_density(y, n, p, eps)
+    assert np.trapezoid(f, y) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_exact_metrics_against_dense_quadrature():
+    """An independent brute-force integral (dense posterior on a fine grid) agrees."""
+    n, p, eps = 12, 0.4, 0.8
+    # grid offset so that no node is a tie point |c - m| = |c - y| (these sit on integers)
+    y = np.linspace(-40, 52, 400_001) + 1e-4 * np.pi
+    post = np.exp(ct.posterior_logpmf(y, n, p, eps))
+    f = ct.marginal_density(y, n, p, eps)
+    k = np.arange(n + 1)
+    for name in ("mean", "median"):
+        m = ct.estimate(name, y, n, p, eps)
+        loss = np.sum(post * np.abs(k[None, :] - m[:, None]), axis=1)
+        win = np.sum(post * (np.abs(k[None, :] - m[:, None]) < np.abs(k[None, :] - y[:, None])), axis=1)
+        assert ct.mean_abs_error(name, n, p, eps) == pytest.approx(np.trapezoid(f * loss, y), abs=2e-5)
+        assert ct.prob_lower_error(name, n, p, eps) == pytest.approx(np.trapezoid(f * win, y), abs=2e-5)
+
+
+POINTS = [
+    (100, 0.3, 0.01), (100, 0.3, 0.1), (100, 0.3, 1.0), (100, 0.3, 3.0), (1000, 0.3, 0.1),
+    (1000, 0.3, 1.0), (10, 0.5, 2.0), (5, 0.02, 0.5), (50, 0.98, 0.3), (1, 0.5, 1.0),
+    (2, 0.5, 5.0), (100, 0.001, 0.2),
+]
+
+
+@pytest.mark.slow
+def test_exact_metrics_agree_with_monte_carlo():
+    """12 parameter points x 3 estimators x 2 metrics, each within 4 standard errors."""
+    rng = np.random.default_rng(20240604)
+    for n, p, eps in POINTS:
+        mc = ct.monte_carlo_metrics(n, p, eps, 100_000, rng, estimators=("clamped", "mean", "median"))
+        for name, res in mc.items():
+            mae = ct.mean_abs_error(name, n, p, eps)
+            assert abs(mae - res["mae"]) < 4 * res["mae_se"], (n, p, eps, name, mae, res)
+            prob = ct.prob_lower_error(name, n, p, eps)
+            # the standard error implied by the exact value, so that a probability of 0 is testable
+            se = max(res["prob_se"], np.sqrt(prob * (1 - prob) / 100_000), 1 / 100_000)
+            assert abs(prob - res["prob"]) < 4 * se, (n, p, eps, name, prob, res)
+
+
+def test_monte_carlo_is_seeded():
+    a = ct.monte_carlo_metrics(10, 0.3, 1.0, 1000, np.random.default_rng(1))
+    b = ct.monte_carlo_metrics(10, 0.3, 1.0, 1000, np.random.default_rng(1))
+    assert a == b
+
+
+def test_median_is_bayes_for_absolute_error():
+    for n, p, eps in [(100, 0.3, 0.1), (10, 0.5, 2.0), (100, 0.3, 1.0)]:
+        med = ct.mean_abs_error("median", n, p, eps)
+        for other in ("naive", "clamped", "mean"):
+            assert med <= ct.mean_abs_error(other, n, p, eps) + 1e-9
+
+
+# --- beyond the paper: geometric mechanism ----------------------------------------------------
+
+
+def test_geometric_metrics_against_simulation():
+    from dpbayes.mechanisms import geometric_count
+
+    n, p, eps = 20, 0.3, 0.5
+    rng = np.random.default_rng(8)
+    c = rng.binomial(n, p, size=200_000)
+    z = geometric_count(c, eps, rng)
+    err = np.abs(c - z)
+    assert abs(ct.geometric_mean_abs_error("naive", n, p, eps) - err.mean()) < 4 * err.std() / np.sqrt(c.size)
+    err = np.abs(c - np.clip(z, 0, n))
+    assert abs(ct.geometric_mean_abs_error("clamped", n, p, eps) - err.mean()) < 4 * err.std() / np.sqrt(c.size)
+
+
+def test_geometric_median_beats_other_remaps():
+    n, p, eps = 30, 0.3, 0.4
+    med = ct.geometric_mean_abs_error("median", n, p, eps)
+    for other in ("naive", "clamped", "mean"):
+        assert med <= ct.geometric_mean_abs_error(other, n, p, eps) + 1e-12
