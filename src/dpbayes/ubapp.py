@@ -1,0 +1,576 @@
+"""UBaPP: the optimal eps-differentially private Bayes point estimator on a finite problem.
+
+Source: B. Lakshminarayanan and C. R. Rojas, "A Unified Approach to Differentially Private
+Bayes Point Estimation" (IFAC World Congress 2023), Section 4.1, linear program (11), and
+Algorithm 1. Notation: a randomised estimator is a column-stochastic matrix ``P`` with
+``P[k, i] = Pr(estimate = t_k | observation y_i)``; ``Q[i, j] = Pr(y_i | theta_j)`` is the
+likelihood, ``pi`` the prior on the parameter grid and ``L[j, k] = loss(theta_j, t_k)``.
+
+Two solvers of the same problem are provided:
+
+* :func:`private_bayes_lp` / :func:`ubapp_lp` solve (11) as a linear program with CVXPY, for any
+  loss, likelihood, prior and neighbour structure (the paper's method);
+* :func:`private_bayes_exact_count` / :func:`ubapp_exact` solve it in closed form when the
+  observation is a count ``y in {0..n}`` whose neighbours are ``y`` and ``y + 1``: release the
+  count through the truncated geometric mechanism (Ghosh, Roughgarden & Sundararajan 2009) and
+  map every noisy count to the estimate of least posterior expected loss. The derivation and
+  the numerical evidence of its optimality are in the chapter (``chapters/01-ubapp``); the tests
+  compare it with the LP on random cases.
+
+Privacy guarantee of every returned ``P`` (both solvers): for each neighbouring pair
+``(i, i')`` and each estimate ``k``, ``P[k, i] <= exp(eps) * P[k, i']``, i.e. the estimator is
+eps-differentially private with respect to the neighbour relation on observations (and hence
+on inputs, the statistic being locally injective, paper Section 4). This is *checked* on the
+returned matrix (in log space, to a relative tolerance of ``DP_RTOL``) before it is returned.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special, stats
+
+from dpbayes.losses import LOSSES
+from dpbayes.validation import check_choice, check_grid, check_int, check_positive
+
+__all__ = [
+    "DP_RTOL",
+    "MAX_REPAIR_WEIGHT",
+    "UbappSolution",
+    "PrivacyCheckError",
+    "binomial_likelihood",
+    "chain_neighbours",
+    "uniform_prior",
+    "beta_prior_on_grid",
+    "expected_loss_matrix",
+    "dp_log_violation",
+    "privacy_loss",
+    "truncated_geometric_logmatrix",
+    "private_bayes_lp",
+    "private_bayes_exact_count",
+    "ubapp_lp",
+    "ubapp_exact",
+    "LP_SOLVERS",
+    "DEFAULT_LP_SOLVER",
+]
+
+#: Relative tolerance of the DP check: ``P[k, i] <= exp(eps) * P[k, i'] * (1 + DP_RTOL)``.
+DP_RTOL = 1e-9
+#: Largest weight of the data-independent mixture used to repair a slightly infeasible LP solution.
+MAX_REPAIR_WEIGHT = 1e-6
+#: LP solvers shipped with CVXPY that this module accepts.
+LP_SOLVERS = ("HIGHS", "CLARABEL", "SCS", "OSQP")
+#: Default LP solver. Chosen by measurement (``benchmarks/bench_ubapp.py``): HiGHS (dual simplex
+#: with crossover) returns a vertex, so the DP inequalities that are active hold to rounding
+#: error and no repair is needed, and it was the fastest of the four at paper scale. The
+#: interior-point/first-order solvers (CLARABEL, SCS, OSQP) stop at a tolerance of about 1e-8
+#: absolute, which breaks the DP inequalities between tiny entries by far more than 1e-9 relative
+#: (see the benchmark and the chapter for the numbers).
+DEFAULT_LP_SOLVER = "HIGHS"
+
+
+class PrivacyCheckError(RuntimeError):
+    """A computed estimator does not satisfy the DP inequalities to the required tolerance."""
+
+
+@dataclass(frozen=True)
+class UbappSolution:
+    """A private Bayes estimator and its Bayes risk.
+
+    Attributes
+    ----------
+    P : ndarray, shape (n_est, n_obs)
+        ``P[k, i] = Pr(estimate = estimates[k] | observation i)``; columns sum to 1.
+    risk : float
+        Bayes risk of ``P`` (the objective of paper eq. (11); the Bayes MSE for squared loss),
+        recomputed in NumPy from ``P`` rather than taken from the solver.
+    solver : str
+        ``"exact"`` (geometric mechanism + Bayes remap), ``"exact-continuous"`` or the LP solver.
+    solve_seconds : float
+        Wall-clock time of the solve (for the LP: CVXPY's compilation plus the solver).
+    estimates : ndarray, shape (n_est,)
+        Value of the estimate that each row of ``P`` stands for.
+    eps : float
+        Privacy parameter the estimator was computed for.
+    privacy_loss : float
+        Largest ``|log P[k, i] - log P[k, i']|`` over neighbours (``<= eps`` up to ``DP_RTOL``).
+    repair_weight : float
+        Weight ``lam`` of the repair ``(1 - lam) P + lam * u 1^T`` applied to an LP solution that
+        broke a DP inequality by more than ``DP_RTOL`` (0 when none was needed).
+    log_P : ndarray
+        ``log(P)``, exact where ``P`` underflows (the exact solver computes it in log space).
+    info : dict
+        Extra diagnostics (solver status, objective before repair, remap, ...).
+    """
+
+    P: NDArray[np.float64]
+    risk: float
+    solver: str
+    solve_seconds: float
+    estimates: NDArray[np.float64]
+    eps: float
+    privacy_loss: float
+    repair_weight: float = 0.0
+    log_P: NDArray[np.float64] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Problem ingredients
+# --------------------------------------------------------------------------------------------
+
+
+def binomial_likelihood(K: int, theta_grid: ArrayLike) -> NDArray[np.float64]:
+    """Likelihood matrix ``Q[y, j] = Binomial(y; K, theta_j)`` for ``y = 0..K`` (paper Section 5.3).
+
+    The count of successes in ``K`` Bernoulli(theta) trials is the sufficient statistic of the
+    paper's example; returns shape ``(K + 1, len(theta_grid))``.
+    """
+    K = check_int("K", K, minimum=1)
+    theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+    y = np.arange(K + 1)
+    return stats.binom.pmf(y[:, None], K, theta[None, :])
+
+
+def chain_neighbours(n_obs: int) -> NDArray[np.int64]:
+    """Neighbour pairs ``(i, i + 1)`` of a count taking ``n_obs`` values (paper Section 5.1)."""
+    n_obs = check_int("n_obs", n_obs, minimum=1)
+    i = np.arange(n_obs - 1)
+    return np.stack([i, i + 1], axis=1)
+
+
+def uniform_prior(theta_grid: ArrayLike) -> NDArray[np.float64]:
+    """Uniform prior on the grid, ``pi_j = 1 / M_theta`` (paper Section 5.3)."""
+    theta = check_grid("theta_grid", theta_grid)
+    return np.full(theta.size, 1.0 / theta.size)
+
+
+def beta_prior_on_grid(theta_grid: ArrayLike, a: float, b: float) -> NDArray[np.float64]:
+    """Beta(a, b) prior discretised to the grid: each point gets the Beta mass of its cell.
+
+    Cells are delimited by the midpoints between grid points (the first and last cells extend
+    to 0 and 1), so the weights are finite for every ``a, b > 0`` and sum to 1.
+    """
+    theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+    a = check_positive("a", a)
+    b = check_positive("b", b)
+    edges = np.concatenate([[0.0], 0.5 * (theta[1:] + theta[:-1]), [1.0]])
+    mass = np.diff(stats.beta.cdf(edges, a, b))
+    return mass / mass.sum()
+
+
+def expected_loss_matrix(
+    weights: ArrayLike, theta_grid: ArrayLike, estimate_grid: ArrayLike, loss: str | ArrayLike
+) -> NDArray[np.float64]:
+    """``E[r, k] = sum_j weights[r, j] * loss(theta_j, t_k)`` without forming the loss matrix.
+
+    For the squared and absolute losses this costs ``O(n_rows * (n_theta + n_est))`` instead of
+    a dense product with the ``n_theta x n_est`` loss matrix (moments for squared loss, prefix
+    sums for absolute loss); a loss matrix given as an array is multiplied directly.
+    """
+    w = np.asarray(weights, dtype=float)
+    theta = check_grid("theta_grid", theta_grid)
+    est = check_grid("estimate_grid", estimate_grid)
+    if w.ndim != 2 or w.shape[1] != theta.size:
+        raise ValueError(f"weights must have shape (n_rows, {theta.size}), got {w.shape}")
+    if not isinstance(loss, str):
+        L = np.asarray(loss, dtype=float)
+        if L.shape != (theta.size, est.size):
+            raise ValueError(f"loss must have shape ({theta.size}, {est.size}), got {L.shape}")
+        return w @ L
+    check_choice("loss", loss, LOSSES)
+    if loss == "squared":
+        # sum_j w_j (theta_j - t)^2 = s0 t^2 - 2 s1 t + s2
+        s0, s1, s2 = w.sum(axis=1), w @ theta, w @ theta**2
+        return s0[:, None] * est[None, :] ** 2 - 2.0 * s1[:, None] * est[None, :] + s2[:, None]
+    # absolute loss: split the sum at t with prefix sums of w and w * theta
+    cw = np.concatenate([np.zeros((w.shape[0], 1)), np.cumsum(w, axis=1)], axis=1)
+    cwt = np.concatenate([np.zeros((w.shape[0], 1)), np.cumsum(w * theta, axis=1)], axis=1)
+    n_le = np.searchsorted(theta, est, side="right")  # number of theta_j <= t_k
+    w_le, wt_le = cw[:, n_le], cwt[:, n_le]
+    w_gt, wt_gt = cw[:, -1:] - w_le, cwt[:, -1:] - wt_le
+    return est[None, :] * (w_le - w_gt) - (wt_le - wt_gt)
+
+
+def _neighbour_array(neighbours: Iterable[Any], n_obs: int) -> NDArray[np.int64]:
+    arr = np.asarray(list(neighbours) if not isinstance(neighbours, np.ndarray) else neighbours)
+    if arr.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"neighbours must be a sequence of index pairs (i, i'), got shape {arr.shape}")
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"neighbours must hold integer indices, got dtype {arr.dtype}")
+    if np.any(arr < 0) or np.any(arr >= n_obs):
+        raise ValueError(f"neighbours must hold observation indices in [0, {n_obs - 1}]")
+    if np.any(arr[:, 0] == arr[:, 1]):
+        raise ValueError("neighbours must pair two different observations")
+    return arr.astype(np.int64)
+
+
+def _both_directions(nb: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    return np.concatenate([nb[:, 0], nb[:, 1]]), np.concatenate([nb[:, 1], nb[:, 0]])
+
+
+def _check_problem(
+    loss: ArrayLike, likelihood: ArrayLike, prior: ArrayLike, eps: float, neighbours: Iterable[Any]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64]]:
+    eps = check_positive("eps", eps)
+    L = np.asarray(loss, dtype=float)
+    Q = np.asarray(likelihood, dtype=float)
+    pi = np.asarray(prior, dtype=float)
+    if L.ndim != 2 or L.size == 0:
+        raise ValueError(f"loss must be a non-empty 2-D array (n_theta, n_est), got shape {L.shape}")
+    if Q.ndim != 2 or Q.size == 0:
+        raise ValueError(f"likelihood must be a non-empty 2-D array (n_obs, n_theta), got shape {Q.shape}")
+    if pi.ndim != 1 or pi.size != L.shape[0] or Q.shape[1] != L.shape[0]:
+        raise ValueError(
+            f"shapes do not match: loss {L.shape} (n_theta, n_est), likelihood {Q.shape} (n_obs, n_theta), prior {pi.shape} (n_theta,)"
+        )
+    for name, arr in (("loss", L), ("likelihood", Q), ("prior", pi)):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite")
+    if np.any(Q < 0):
+        raise ValueError("likelihood must be >= 0 (probabilities of observations)")
+    if np.any(pi < 0) or not np.isclose(pi.sum(), 1.0, rtol=0, atol=1e-9):
+        raise ValueError(f"prior must be >= 0 and sum to 1, got sum {pi.sum()!r}")
+    nb = _neighbour_array(neighbours, Q.shape[0])
+    return L, Q, pi, eps, nb
+
+
+def dp_log_violation(log_P: ArrayLike, eps: float, neighbours: Iterable[Any]) -> float:
+    """Largest ``log P[k, i] - log P[k, i'] - eps`` over neighbours, both directions, and ``k``.
+
+    ``<= log1p(DP_RTOL)`` means eps-DP to the tolerance; ``inf`` means some estimate has
+    positive probability under ``i`` and zero under a neighbour ``i'``. Entries that are zero
+    (``-inf``) under both are fine. Pass ``np.log(P)`` for a matrix in linear scale.
+    """
+    lp = np.asarray(log_P, dtype=float)
+    nb = _neighbour_array(neighbours, lp.shape[1])
+    if nb.shape[0] == 0:
+        return -np.inf
+    I, J = _both_directions(nb)
+    a, b = lp[:, I], lp[:, J]
+    with np.errstate(invalid="ignore"):
+        diff = np.where(np.isneginf(a), -np.inf, a - b)  # -inf - (-inf) is fine, x - (-inf) = inf
+    return float(np.max(diff) - eps)
+
+
+def privacy_loss(log_P: ArrayLike, neighbours: Iterable[Any]) -> float:
+    """Exact privacy loss ``max |log P[k, i] - log P[k, i']|`` of an estimator over neighbours."""
+    return dp_log_violation(log_P, 0.0, neighbours)
+
+
+def _safe_log(P: NDArray[np.float64]) -> NDArray[np.float64]:
+    with np.errstate(divide="ignore"):
+        return np.log(P)
+
+
+def _require_dp(log_P: NDArray[np.float64], eps: float, nb: NDArray[np.int64], what: str) -> float:
+    excess = dp_log_violation(log_P, eps, nb)
+    if excess > np.log1p(DP_RTOL):
+        raise PrivacyCheckError(
+            f"{what}: the estimator breaks the eps-DP inequalities (largest log-ratio exceeds eps by {excess:.3g}, "
+            f"tolerance {np.log1p(DP_RTOL):.1e})"
+        )
+    return excess + eps
+
+
+# --------------------------------------------------------------------------------------------
+# The linear program (11)
+# --------------------------------------------------------------------------------------------
+
+
+def _repair(P: NDArray[np.float64], eps: float, I: NDArray[np.int64], J: NDArray[np.int64]) -> tuple[NDArray[np.float64], float]:
+    """Mix ``P`` with its average column until every DP inequality holds to ``DP_RTOL``.
+
+    The average column ``u`` is an estimator that ignores the data (0-DP). For
+    ``P' = (1 - lam) P + lam u 1^T`` the inequality ``P'[k,i] <= e^eps P'[k,i']`` holds as soon as
+    ``lam / (1 - lam) >= (P[k,i] - e^eps P[k,i']) / ((e^eps - 1) u_k)``; take the smallest such
+    ``lam`` over all violated inequalities (with a small safety factor).
+    """
+    u = P.mean(axis=1)
+    excess = P[:, I] - np.exp(eps) * P[:, J]
+    bad = excess > 0
+    if not np.any(bad):
+        return P, 0.0
+    uk = np.broadcast_to(u[:, None], excess.shape)[bad]
+    ratio = excess[bad] / (np.expm1(eps) * uk)
+    lam = float(np.max(ratio / (1.0 + ratio)))
+    lam = min(1.0, lam * 1.01 + 1e-300)
+    return (1.0 - lam) * P + lam * u[:, None], lam
+
+
+def private_bayes_lp(
+    loss: ArrayLike,
+    likelihood: ArrayLike,
+    prior: ArrayLike,
+    eps: float,
+    neighbours: Iterable[Any],
+    solver: str | None = None,
+    estimates: ArrayLike | None = None,
+    require_dp: bool = True,
+) -> UbappSolution:
+    """Optimal eps-DP randomised Bayes estimator of a finite problem: the LP (11) of the paper.
+
+    Minimises the Bayes risk ``tr(Q diag(pi) L P)`` over column-stochastic ``P`` subject to
+    ``P[k, i] <= exp(eps) P[k, i']`` for every neighbouring pair, in both directions (paper
+    eq. (11), Algorithm 1 steps 2-5), with CVXPY.
+
+    Privacy: the returned ``P`` is eps-DP for the given neighbour relation; this is verified in
+    log space to relative tolerance ``DP_RTOL`` after solving. If the solver's answer breaks an
+    inequality by more than that, it is repaired by mixing with the data-independent average
+    column (weight ``repair_weight``, at most ``MAX_REPAIR_WEIGHT``; the risk reported is that of
+    the repaired ``P``); a larger violation raises :class:`PrivacyCheckError`.
+
+    Parameters
+    ----------
+    loss : array_like, shape (n_theta, n_est)
+        ``L[j, k] = loss(theta_j, estimate_k)``; the estimate grid may differ from the theta grid.
+    likelihood : array_like, shape (n_obs, n_theta)
+        ``Q[i, j] = Pr(observation i | theta_j)``.
+    prior : array_like, shape (n_theta,)
+        Prior probabilities (non-negative, summing to 1).
+    eps : float
+        Privacy parameter, ``> 0``.
+    neighbours : iterable of (int, int)
+        Pairs ``(i, i')`` of neighbouring observations; each constrains both directions.
+    solver : str, optional
+        One of ``LP_SOLVERS``; default ``DEFAULT_LP_SOLVER`` (see its comment for why).
+    estimates : array_like, shape (n_est,), optional
+        Values the rows of ``P`` stand for (stored in the solution; default ``0..n_est-1``).
+    require_dp : bool
+        ``True`` (default): verify, repair or raise as described above. ``False`` is for
+        diagnostics and benchmarks only: the solver's answer is returned as it is (clipped at 0,
+        columns renormalised) with its measured ``privacy_loss`` and ``info["dp_verified"] = False``.
+
+    Returns
+    -------
+    UbappSolution
+    """
+    import cvxpy as cp  # imported here: cvxpy is slow to import and only the LP needs it
+
+    L, Q, pi, eps, nb = _check_problem(loss, likelihood, prior, eps, neighbours)
+    solver = DEFAULT_LP_SOLVER if solver is None else check_choice("solver", solver, LP_SOLVERS)
+    n_obs, n_est = Q.shape[0], L.shape[1]
+    est = np.arange(n_est, dtype=float) if estimates is None else np.asarray(estimates, dtype=float)
+    if est.shape != (n_est,):
+        raise ValueError(f"estimates must have shape ({n_est},), got {est.shape}")
+
+    # C[k, i] = sum_j L[j, k] pi_j Q[i, j], so tr(Q diag(pi) L P) = sum(C * P).
+    C = (Q @ (pi[:, None] * L)).T
+    scale = float(np.max(np.abs(C))) or 1.0  # the entries are tiny (~1/(M n_obs)); rescale for the solver
+    P_var = cp.Variable((n_est, n_obs), nonneg=True)
+    constraints = [cp.sum(P_var, axis=0) == 1]
+    I, J = _both_directions(nb)
+    if I.size:
+        constraints.append(P_var[:, I] <= np.exp(eps) * P_var[:, J])
+    problem = cp.Problem(cp.Minimize(cp.sum(cp.multiply(C / scale, P_var))), constraints)
+    t0 = time.perf_counter()
+    problem.solve(solver=solver)
+    seconds = time.perf_counter() - t0
+    if problem.status not in ("optimal", "optimal_inaccurate") or P_var.value is None:
+        raise RuntimeError(f"LP solver {solver} failed: status {problem.status}")
+
+    P = np.clip(np.asarray(P_var.value, dtype=float), 0.0, None)
+    P /= P.sum(axis=0, keepdims=True)
+    risk_raw = float(np.sum(C * P))
+    lam = 0.0
+    if not require_dp:
+        log_P = _safe_log(P)
+        return UbappSolution(
+            P=P, risk=risk_raw, solver=solver, solve_seconds=seconds, estimates=est, eps=eps,
+            privacy_loss=privacy_loss(log_P, nb) if I.size else 0.0, log_P=log_P,
+            info={"status": problem.status, "dp_verified": False, "solver_objective": float(problem.value) * scale},
+        )
+    if I.size and dp_log_violation(_safe_log(P), eps, nb) > np.log1p(DP_RTOL):
+        P, lam = _repair(P, eps, I, J)
+        if lam > MAX_REPAIR_WEIGHT:
+            raise PrivacyCheckError(
+                f"LP solver {solver} returned a solution that breaks the DP inequalities; repairing it needs "
+                f"a mixture weight {lam:.3g} > {MAX_REPAIR_WEIGHT:g}. Use solver='HIGHS'."
+            )
+    log_P = _safe_log(P)
+    loss_eps = _require_dp(log_P, eps, nb, f"LP solver {solver}") if I.size else 0.0
+    return UbappSolution(
+        P=P,
+        risk=float(np.sum(C * P)),
+        solver=solver,
+        solve_seconds=seconds,
+        estimates=est,
+        eps=eps,
+        privacy_loss=loss_eps,
+        repair_weight=lam,
+        log_P=log_P,
+        info={"status": problem.status, "dp_verified": True, "risk_before_repair": risk_raw, "solver_objective": float(problem.value) * scale},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The exact solver for a count: truncated geometric mechanism + Bayes remap
+# --------------------------------------------------------------------------------------------
+
+
+def truncated_geometric_logmatrix(n: int, eps: float) -> NDArray[np.float64]:
+    """``log G[z, y]``: truncated geometric mechanism on ``{0..n}`` (Ghosh et al. 2009).
+
+    ``G[z, y] = Pr(output z | count y)``: ``(1 - a)/(1 + a) a^|z - y|`` for ``0 < z < n`` and
+    ``a^|z - y| / (1 + a)`` for ``z in {0, n}``, with ``a = exp(-eps)`` (two-sided geometric noise,
+    clamped to the range). Computed in log space so that nothing underflows.
+
+    Privacy: eps-DP for neighbours ``y, y + 1``: ``|log G[z, y] - log G[z, y + 1]| = eps`` or 0.
+    """
+    n = check_int("n", n, minimum=0)
+    eps = check_positive("eps", eps)
+    if n == 0:
+        return np.zeros((1, 1))
+    z = np.arange(n + 1)
+    dist = np.abs(z[:, None] - z[None, :]).astype(float)
+    log_interior = np.log(-np.expm1(-eps)) - np.log1p(np.exp(-eps))  # log((1 - a) / (1 + a)), accurate for tiny eps
+    log_end = -np.log1p(np.exp(-eps))  # log(1 / (1 + a))
+    logG = -eps * dist + log_interior
+    logG[0, :] = -eps * dist[0] + log_end
+    logG[n, :] = -eps * dist[n] + log_end
+    return logG
+
+
+def _remap_exact(
+    logG: NDArray[np.float64], expected_loss: NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.float64], float]:
+    """Bayes remap: noisy output ``z`` -> estimate ``k`` of least expected loss; ``log P``; risk."""
+    choice = np.argmin(expected_loss, axis=1)
+    risk = float(np.sum(expected_loss[np.arange(expected_loss.shape[0]), choice]))
+    n_est = expected_loss.shape[1]
+    log_P = np.full((n_est, logG.shape[1]), -np.inf)
+    for k in np.unique(choice):
+        log_P[k] = special.logsumexp(logG[choice == k], axis=0)
+    return choice, log_P, risk
+
+
+def private_bayes_exact_count(
+    loss: ArrayLike,
+    likelihood: ArrayLike,
+    prior: ArrayLike,
+    eps: float,
+    estimates: ArrayLike | None = None,
+) -> UbappSolution:
+    """Optimal eps-DP Bayes estimator when the observation is a count with neighbours ``y, y+1``.
+
+    Same problem as :func:`private_bayes_lp` with ``neighbours = chain_neighbours(n_obs)``,
+    solved without an LP: release ``y`` through the truncated geometric mechanism on
+    ``{0..n_obs-1}`` (:func:`truncated_geometric_logmatrix`) and report, for each noisy count
+    ``z``, the estimate ``k`` minimising ``sum_y G[z, y] sum_j Q[y, j] pi_j L[j, k]`` (the
+    posterior expected loss given ``z``, up to the factor ``Pr(z)``). See the chapter for the
+    argument (Ghosh, Roughgarden & Sundararajan 2009) and the numerical comparison with the LP.
+
+    Privacy: eps-DP for neighbours ``y, y + 1`` (post-processing of the geometric mechanism),
+    verified on the returned ``log_P``.
+    """
+    L, Q, pi, eps, _ = _check_problem(loss, likelihood, prior, eps, [])
+    n_obs, n_est = Q.shape[0], L.shape[1]
+    est = np.arange(n_est, dtype=float) if estimates is None else np.asarray(estimates, dtype=float)
+    t0 = time.perf_counter()
+    logG = truncated_geometric_logmatrix(n_obs - 1, eps)
+    expected = np.exp(logG) @ (Q @ (pi[:, None] * L))  # (n_z, n_est)
+    choice, log_P, risk = _remap_exact(logG, expected)
+    seconds = time.perf_counter() - t0
+    nb = chain_neighbours(n_obs)
+    ploss = _require_dp(log_P, eps, nb, "exact solver") if n_obs > 1 else 0.0
+    return UbappSolution(
+        P=np.exp(log_P), risk=risk, solver="exact", solve_seconds=seconds, estimates=est, eps=eps,
+        privacy_loss=ploss, log_P=log_P, info={"remap": choice},
+    )
+
+
+def ubapp_lp(
+    K: int,
+    eps: float,
+    theta_grid: ArrayLike,
+    prior: ArrayLike | None = None,
+    solver: str | None = None,
+    loss: str = "squared",
+) -> UbappSolution:
+    """UBaPP for the paper's Bernoulli example by the LP (11) (paper Sections 5.1 and 5.3).
+
+    ``K`` Bernoulli(theta) trials summarised by their count ``y in {0..K}`` (neighbours ``y`` and
+    ``y + 1``), parameter and estimates on ``theta_grid`` (square ``L``), prior uniform on the grid
+    unless given, squared loss unless ``loss="absolute"``. With squared loss ``.risk`` is the
+    Bayes MSE of Algorithm 1 step 5. Privacy: see :func:`private_bayes_lp`.
+    """
+    K = check_int("K", K, minimum=1)
+    eps = check_positive("eps", eps)
+    theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+    check_choice("loss", loss, LOSSES)
+    from dpbayes.losses import loss_matrix
+
+    pi = uniform_prior(theta) if prior is None else np.asarray(prior, dtype=float)
+    return private_bayes_lp(
+        loss_matrix(loss, theta), binomial_likelihood(K, theta), pi, eps, chain_neighbours(K + 1), solver=solver, estimates=theta
+    )
+
+
+def ubapp_exact(
+    K: int,
+    eps: float,
+    theta_grid: ArrayLike | None = None,
+    prior: ArrayLike | None = None,
+    loss: str = "squared",
+    beta_prior: tuple[float, float] = (1.0, 1.0),
+) -> UbappSolution:
+    """UBaPP for the Bernoulli example without an LP: geometric mechanism + Bayes remap.
+
+    With ``theta_grid`` this solves the same problem as :func:`ubapp_lp` (same grid, prior and
+    loss) in ``O(K^2 + K M)`` operations. With ``theta_grid=None`` it gives the continuous-theta
+    limit for squared loss and a ``Beta(*beta_prior)`` prior (uniform by default): the estimate
+    for noisy count ``z`` is the posterior mean ``E[theta | z]`` under the Beta-binomial mixture,
+    ``P`` is the geometric mechanism itself and ``estimates[z] = E[theta | z]``.
+
+    Privacy: eps-DP for neighbouring counts (post-processing of the truncated geometric
+    mechanism), verified on the returned ``log_P``.
+    """
+    K = check_int("K", K, minimum=1)
+    eps = check_positive("eps", eps)
+    check_choice("loss", loss, LOSSES)
+    t0 = time.perf_counter()
+    logG = truncated_geometric_logmatrix(K, eps)
+    G = np.exp(logG)
+    nb = chain_neighbours(K + 1)
+    if theta_grid is None:
+        if loss != "squared":
+            raise ValueError("loss must be 'squared' when theta_grid is None (continuous-theta limit)")
+        if prior is not None:
+            raise ValueError("prior must be None when theta_grid is None; use beta_prior=(a, b)")
+        a, b = check_positive("beta_prior[0]", beta_prior[0]), check_positive("beta_prior[1]", beta_prior[1])
+        y = np.arange(K + 1)
+        p_y = stats.betabinom.pmf(y, K, a, b)
+        post_mean = (a + y) / (a + b + K)
+        post_var = post_mean * (b + K - y) / ((a + b + K) * (a + b + K + 1))
+        joint = G * p_y[None, :]  # Pr(z, y)
+        p_z = joint.sum(axis=1)
+        m_z = (joint @ post_mean) / p_z
+        # E[(theta - m_z)^2] = sum_{z,y} Pr(z, y) (Var(theta|y) + (E[theta|y] - m_z)^2)
+        risk = float(np.sum(joint * (post_var[None, :] + (post_mean[None, :] - m_z[:, None]) ** 2)))
+        seconds = time.perf_counter() - t0
+        ploss = _require_dp(logG, eps, nb, "exact continuous solver")
+        return UbappSolution(
+            P=G, risk=risk, solver="exact-continuous", solve_seconds=seconds, estimates=m_z, eps=eps,
+            privacy_loss=ploss, log_P=logG, info={"p_z": p_z},
+        )
+    theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+    pi = uniform_prior(theta) if prior is None else np.asarray(prior, dtype=float)
+    if pi.shape != theta.shape or np.any(pi < 0) or not np.isclose(pi.sum(), 1.0, rtol=0, atol=1e-9):
+        raise ValueError(f"prior must be a probability vector of length {theta.size}")
+    Q = binomial_likelihood(K, theta)
+    weights = G @ (Q * pi[None, :])  # weights[z, j] = Pr(z, theta_j)
+    expected = expected_loss_matrix(weights, theta, theta, loss)
+    choice, log_P, risk = _remap_exact(logG, expected)
+    seconds = time.perf_counter() - t0
+    ploss = _require_dp(log_P, eps, nb, "exact solver")
+    return UbappSolution(
+        P=np.exp(log_P), risk=risk, solver="exact", solve_seconds=seconds, estimates=theta, eps=eps,
+        privacy_loss=ploss, log_P=log_P, info={"remap": choice},
+    )
