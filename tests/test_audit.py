@@ -119,7 +119,7 @@ def test_laplace_loss_equal_scales(eps):
     xs = np.linspace(-1, 2, 13)
     res = A.laplace_privacy_loss(np.clip(xs, 0, 1), 1 / eps, "all", inputs=xs)
     assert res.eps == pytest.approx(eps, rel=1e-12)
-    assert res.x <= 0 and res.x_prime >= 1 or res.x >= 1 and res.x_prime <= 0
+    assert min(res.x, res.x_prime) <= 0 and max(res.x, res.x_prime) >= 1
 
 
 def test_laplace_loss_matches_brute_force_density_ratio():
@@ -149,6 +149,30 @@ def test_laplace_loss_input_errors():
         A.laplace_privacy_loss(np.arange(3), np.ones(2))
     with pytest.raises(ValueError, match="location must be a finite"):
         A.laplace_privacy_loss(np.array([0.0, np.inf]), 1.0)
+
+
+def test_density_loss_truncate_then_laplace():
+    eps, low, high = 0.8, -1.0, 2.0
+    xs = np.linspace(-4.0, 5.0, 37)  # contains low and high, reaches beyond both
+
+    def clamped(y, x):
+        return stats.laplace.logpdf(y, np.clip(x, low, high), (high - low) / eps)
+
+    res = A.density_privacy_loss(clamped, xs, xs)
+    assert res.eps == pytest.approx(eps, rel=1e-12)
+    assert min(res.x, res.x_prime) <= low and max(res.x, res.x_prime) >= high
+    # mutant: no clamping -> loss = eps * range of inputs / (high - low)
+    unclamped = A.density_privacy_loss(lambda y, x: stats.laplace.logpdf(y, x, (high - low) / eps), xs, xs)
+    assert unclamped.eps == pytest.approx(eps * 9.0 / 3.0, rel=1e-12)
+    # data-dependent scale: the ratio grows without bound in a tail
+    wobbly = A.density_privacy_loss(lambda y, x: stats.laplace.logpdf(y, np.clip(x, low, high), 1.0 + 0.1 * np.abs(x)), xs, xs)
+    assert wobbly.eps == np.inf and np.isinf(wobbly.output)
+    # agrees with the closed-form Laplace audit
+    assert A.laplace_privacy_loss(np.clip(xs, low, high), (high - low) / eps, "all").eps == pytest.approx(res.eps)
+    with pytest.raises(ValueError, match="log_density must broadcast"):
+        A.density_privacy_loss(lambda y, x: np.zeros(3), xs, xs)
+    with pytest.raises(ValueError, match="inputs must hold at least two finite values"):
+        A.density_privacy_loss(clamped, [0.0], xs)
 
 
 # ---------------------------------------------------------------------------------- statistical audit
