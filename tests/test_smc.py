@@ -1,0 +1,128 @@
+"""Online SMC samplers (paper Algorithms 2-4 and the exact-likelihood SMC) against quadrature."""
+
+import numpy as np
+import pytest
+
+from dpbayes import mcmc, smc, truncation
+
+EPS = 5.0
+INTERVAL = (40.0, 60.0)
+
+
+@pytest.fixture(scope="module")
+def small_problem():
+    rng = np.random.default_rng(3)
+    n = 30
+    x = 50.0 + np.sqrt(10.0) * rng.standard_normal(n)
+    noise = rng.laplace(size=n)
+    # The releases are fixed by x, the interval and the noise, whatever the sampler's seed.
+    ref = smc.smc_latent(x, EPS, np.random.default_rng(0), n_particles=10, fixed_interval=INTERVAL, noise=noise)
+    grid = mcmc.grid_posterior(ref.y, ref.lower, ref.upper, EPS, np.linspace(40, 62, 221), np.linspace(0.05, 12, 240))
+    return x, noise, ref, grid
+
+
+def test_systematic_resample_counts():
+    rng = np.random.default_rng(1)
+    w = rng.random(50)
+    w /= w.sum()
+    idx = smc.systematic_resample(w, rng)
+    counts = np.bincount(idx, minlength=50)
+    # Systematic resampling: every count is floor or ceil of N w_i.
+    assert np.all(counts >= np.floor(50 * w)) and np.all(counts <= np.ceil(50 * w))
+
+
+def test_releases_are_truncated_laplace(small_problem):
+    x, noise, ref, _ = small_problem
+    expected = np.clip(x, *INTERVAL) + (INTERVAL[1] - INTERVAL[0]) * noise / EPS
+    np.testing.assert_allclose(ref.y, expected)
+    assert np.all(ref.lower == INTERVAL[0]) and np.all(ref.upper == INTERVAL[1])
+
+
+def _run_means(sampler, x, noise, n_runs, **kw):
+    means = np.array(
+        [
+            [(r := sampler(x, EPS, np.random.default_rng(100 + s), fixed_interval=INTERVAL, noise=noise, **kw)).mean_mu[-1], r.mean_sigma[-1]]
+            for s in range(n_runs)
+        ]
+    )
+    return means.mean(axis=0), means.std(axis=0, ddof=1) / np.sqrt(n_runs)
+
+
+@pytest.mark.parametrize("sampler,n_particles", [(smc.smc_latent, 2000), (smc.smc_exact, 1000)])
+def test_posterior_means_match_quadrature(small_problem, sampler, n_particles):
+    x, noise, _, grid = small_problem
+    mean, se = _run_means(sampler, x, noise, 6, n_particles=n_particles)
+    target = np.array([grid.mean_mu, grid.mean_sigma])
+    sd = np.array([grid.sd_mu, grid.sd_sigma])
+    # Within Monte-Carlo error (4 standard errors over independent runs), and in any case within
+    # 5 % of a posterior standard deviation (a wrong likelihood moves the means by far more).
+    assert np.all(np.abs(mean - target) < np.maximum(4 * se, 0.05 * sd)), (mean, se, target, sd)
+    assert np.all(np.abs(mean - target) < 0.1 * sd)
+
+
+def test_adaptive_latent_smc_matches_quadrature_of_its_own_releases():
+    rng = np.random.default_rng(7)
+    x = 50.0 + np.sqrt(10.0) * rng.standard_normal(40)
+    res = smc.smc_latent(x, 2.0, rng, n_particles=4000, ab=(-0.12, 0.12), first_interval=(44.0, 56.0))
+    assert res.lower[0] == 44.0 and res.upper[0] == 56.0
+    grid = mcmc.grid_posterior(res.y, res.lower, res.upper, 2.0, np.linspace(35, 65, 241), np.linspace(0.05, 20, 300))
+    assert abs(res.mean_mu[-1] - grid.mean_mu) < 0.15 * grid.sd_mu
+    assert abs(res.mean_sigma[-1] - grid.mean_sigma) < 0.15 * grid.sd_sigma
+
+
+def test_adaptive_intervals_are_scaled_base_interval():
+    rng = np.random.default_rng(2)
+    x = 50.0 + np.sqrt(10.0) * rng.standard_normal(25)
+    ab = (-0.54, 0.54)
+    for sampler in (smc.smc_latent, smc.smc_exact):
+        res = sampler(x, 5.0, np.random.default_rng(4), n_particles=200, ab=ab)
+        assert res.lower[0] == ab[0] and res.upper[0] == ab[1]  # standard normal's optimum at 0
+        centre = 0.5 * (res.lower + res.upper)
+        # Each later interval is [m + a c, m + b c] for one particle (m, c): symmetric about m,
+        # width (b - a) c > 0.
+        assert np.all(res.upper > res.lower)
+        np.testing.assert_allclose(res.upper - centre, centre - res.lower)
+
+
+def test_adaptive_protocol_is_eps_dp_per_individual():
+    # The interval for individual k depends on earlier releases only: changing x_k (with the same
+    # randomness) leaves l_{1:k}, r_{1:k} unchanged, and release k then has privacy loss
+    # |log p(y|x_k) - log p(y|x_k')| <= eps (exact Laplace densities).
+    rng = np.random.default_rng(5)
+    x = 50.0 + np.sqrt(10.0) * rng.standard_normal(20)
+    k = 12
+    x[k] = -1e6  # the two extremes: clamped to opposite ends of whatever interval is asked for
+    x2 = x.copy()
+    x2[k] = 1e6
+    eps = 2.0
+    a = smc.smc_latent(x, eps, np.random.default_rng(9), n_particles=100, ab=(-0.12, 0.12))
+    b = smc.smc_latent(x2, eps, np.random.default_rng(9), n_particles=100, ab=(-0.12, 0.12))
+    np.testing.assert_array_equal(a.lower[: k + 1], b.lower[: k + 1])
+    np.testing.assert_array_equal(a.upper[: k + 1], b.upper[: k + 1])
+    y_grid = np.linspace(a.lower[k] - 50, a.upper[k] + 50, 2001)
+    loss = truncation.log_density_privatised_given_x(y_grid, x[k], a.lower[k], a.upper[k], eps) - truncation.log_density_privatised_given_x(
+        y_grid, x2[k], a.lower[k], a.upper[k], eps
+    )
+    assert np.max(np.abs(loss)) <= eps + 1e-9
+    assert np.max(np.abs(loss)) > 0.99 * eps  # the bound is attained
+
+
+def test_bad_input_is_rejected():
+    rng = np.random.default_rng(0)
+    x = np.ones(5)
+    with pytest.raises(ValueError, match="exactly one of ab"):
+        smc.smc_latent(x, 1.0, rng)
+    with pytest.raises(ValueError, match="exactly one of ab"):
+        smc.smc_exact(x, 1.0, rng, ab=(-1, 1), fixed_interval=(0, 1))
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        smc.smc_latent(x, 0.0, rng, ab=(-1, 1))
+    with pytest.raises(ValueError, match="ab must be a pair"):
+        smc.smc_latent(x, 1.0, rng, ab=(1, -1))
+    with pytest.raises(ValueError, match="n_particles must be an integer"):
+        smc.smc_exact(x, 1.0, rng, ab=(-1, 1), n_particles=1)
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+        smc.smc_latent(x, 1.0, 1, ab=(-1, 1))
+    with pytest.raises(ValueError, match="noise must be a finite array"):
+        smc.smc_latent(x, 1.0, rng, ab=(-1, 1), noise=np.ones(3))
+    with pytest.raises(ValueError, match="x must be a non-empty 1-D array"):
+        smc.smc_latent([], 1.0, rng, ab=(-1, 1))
