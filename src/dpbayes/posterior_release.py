@@ -1,0 +1,349 @@
+"""Private release of a Beta/Dirichlet posterior: the five mechanisms of the notes, exactly and sampled.
+
+Source: ``laplace-optimality-notes.md`` ("notes"), Algorithms 1-5. Setting and sensitivities: see
+:mod:`dpbayes.sensitivity`. A *release* is a count vector ``c~`` (the released posterior is
+``Dir(alpha + c~)``). Neighbouring data sets have the same size ``n`` and differ in one record
+(binary: ``x`` ones versus ``x + 1`` ones).
+
+Mechanisms and the privacy each one has (``eps`` = the value the notes calibrate for):
+
+============  =========================================================  ==============================
+name          what it does                                               proven guarantee
+============  =========================================================  ==============================
+``LSDim``     Alg. 1: ``Lap(k/eps)`` on each of the first ``k-1``         ``eps/2`` (k = 2),
+              counts, floor, clamp to ``[0, n]``, last = clamp(n - sum)   ``2 eps/k`` (k >= 3)
+``LSHist``    Alg. 2: same with ``Lap(1/eps)`` (k = 2) / ``Lap(2/eps)``    ``eps``
+``EHD``       Alg. 3: exponential mechanism, score ``-H``, factor          ``eps``
+              ``eps/(2 GS)``, ``GS`` computed for ``(n, prior)``
+``EHD-notes`` Alg. 3 with the notes' constant ``GS = sqrt(1 - pi/4)``       ``eps GS(n,prior)/sqrt(1-pi/4)``
+``EHDL``      Alg. 4 (body missing in the notes; read from Thm 2.5):       none (not DP in general)
+              factor ``eps/(2 LS(x))``
+``EHDS``      Alg. 5: factor ``eps/(4 S(x))``, ``S`` = beta-smooth          ``eps`` (with the default beta,
+              sensitivity                                                  see ``pure_dp_smoothing_beta``)
+============  =========================================================  ==============================
+
+``LSDim`` and ``LSHist`` with ``k >= 3`` can release count vectors that do not sum to ``n`` (the
+last coordinate is clamped), i.e. posteriors outside ``R_alpha``; this is the notes' algorithm,
+reproduced as written.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.special import logsumexp
+
+from dpbayes.distances import hellinger_dirichlet
+from dpbayes.sensitivity import (
+    NOTES_GLOBAL_SENSITIVITY,
+    _check_counts,
+    candidate_counts,
+    check_prior,
+    global_sensitivity,
+    local_sensitivity,
+    local_sensitivity_all,
+    smooth_sensitivity,
+    smooth_sensitivity_all_binary,
+)
+from dpbayes.validation import check_choice, check_int, check_positive, check_probability, check_rng
+
+__all__ = [
+    "MECHANISMS",
+    "LAPLACE_MECHANISMS",
+    "EXPONENTIAL_MECHANISMS",
+    "proven_epsilon",
+    "laplace_scale",
+    "release_log_distribution",
+    "exact_log_output_distribution",
+    "exact_output_distribution",
+    "privacy_loss_binary",
+    "sample_release",
+    "error_distribution",
+    "mean_error",
+    "good_set_probability",
+    "within_probability",
+    "error_quantile",
+]
+
+LAPLACE_MECHANISMS = ("LSDim", "LSHist")
+EXPONENTIAL_MECHANISMS = ("EHD", "EHD-notes", "EHDL", "EHDS")
+MECHANISMS = LAPLACE_MECHANISMS + EXPONENTIAL_MECHANISMS
+_LOG2 = math.log(2.0)
+
+
+def _check_mechanism(mechanism: str) -> str:
+    return check_choice("mechanism", mechanism, MECHANISMS)
+
+
+def laplace_scale(mechanism: str, eps: float, k: int) -> float:
+    """Scale of the Laplace noise of ``LSDim`` (notes Alg. 1: ``k/eps``) or ``LSHist`` (Alg. 2: ``1/eps`` for
+    ``k = 2``, ``2/eps`` otherwise)."""
+    check_choice("mechanism", mechanism, LAPLACE_MECHANISMS)
+    eps = check_positive("eps", eps)
+    k = check_int("k", k, minimum=2)
+    if mechanism == "LSDim":
+        return k / eps
+    return (1.0 if k == 2 else 2.0) / eps
+
+
+def proven_epsilon(mechanism: str, eps: float, n: int, prior: ArrayLike) -> float:
+    """The privacy parameter each mechanism provably satisfies (pure DP, replace-one neighbours).
+
+    Laplace mechanisms: L1 sensitivity of the first ``k - 1`` counts is 1 (k = 2) or 2 (k >= 3), so
+    the guarantee is ``sensitivity / scale``. ``EHD``: ``eps`` (McSherry-Talwar with the computed
+    ``GS``). ``EHD-notes``: the same theorem with the true sensitivity gives ``eps * GS / sqrt(1 - pi/4)``.
+    ``EHDS``: ``eps`` (argument in :func:`dpbayes.sensitivity.pure_dp_smoothing_beta`).
+    ``EHDL``: ``inf`` (no guarantee; see the exact losses in the chapter).
+    """
+    _check_mechanism(mechanism)
+    eps = check_positive("eps", eps)
+    alpha = check_prior(prior)
+    k = alpha.size
+    if mechanism in LAPLACE_MECHANISMS:
+        sens = 1.0 if k == 2 else 2.0
+        return sens / laplace_scale(mechanism, eps, k)
+    if mechanism in ("EHD", "EHDS"):
+        return eps
+    if mechanism == "EHD-notes":
+        return eps * global_sensitivity(n, alpha) / NOTES_GLOBAL_SENSITIVITY
+    return math.inf
+
+
+# -- Laplace mechanisms ----------------------------------------------------------------------------
+def _log_laplace_interval(lo: NDArray[np.float64], hi: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
+    """``log P(lo <= eta < hi)`` for ``eta ~ Lap(0, scale)``, accurate far in the tails."""
+    z, w = lo / scale, hi / scale
+    out = np.empty(np.broadcast(z, w).shape)
+    z, w = np.broadcast_arrays(z, w)
+    right = z >= 0  # whole interval right of 0: (e^-z - e^-w)/2
+    left = w <= 0  # whole interval left of 0: (e^w - e^z)/2
+    mid = ~(right | left)
+    zr, wr = z[right], w[right]
+    out[right] = -zr + np.log1p(-np.exp(-(wr - zr))) - _LOG2
+    zl, wl = z[left], w[left]
+    out[left] = wl + np.log1p(-np.exp(zl - wl)) - _LOG2
+    zm, wm = z[mid], w[mid]
+    out[mid] = np.log1p(-0.5 * (np.exp(zm) + np.exp(-wm)))
+    return out
+
+
+def _log_clamped_floor_pmf(c: int, n: int, scale: float) -> NDArray[np.float64]:
+    """log pmf of ``clamp(floor(c + eta), 0, n)``, ``eta ~ Lap(0, scale)``, on ``j = 0..n``."""
+    j = np.arange(n + 1, dtype=float)
+    lo = j - c
+    hi = j + 1.0 - c
+    lo[0] = -np.inf  # everything below 1 is clamped to 0
+    hi[-1] = np.inf  # everything at or above n is clamped to n
+    if n == 0:
+        return np.zeros(1)
+    return _log_laplace_interval(lo, hi, scale)
+
+
+def _laplace_release_log_distribution(
+    mechanism: str, counts: NDArray[np.int64], eps: float
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    k = counts.size
+    n = int(counts.sum())
+    scale = laplace_scale(mechanism, eps, k)
+    pmfs = [_log_clamped_floor_pmf(int(counts[i]), n, scale) for i in range(k - 1)]
+    grids = np.meshgrid(*[np.arange(n + 1)] * (k - 1), indexing="ij")
+    first = np.stack([g.ravel() for g in grids], axis=1)
+    logp = sum(pmfs[i][first[:, i]] for i in range(k - 1))
+    last = np.clip(n - first.sum(axis=1), 0, n)
+    return np.concatenate([first, last[:, None]], axis=1).astype(np.int64), np.asarray(logp)
+
+
+# -- exponential mechanisms ------------------------------------------------------------------------
+def _exponential_factor(mechanism: str, counts: NDArray[np.int64], eps: float, alpha: NDArray[np.float64]) -> float:
+    """Multiplier of the utility ``-H`` in the exponent (notes Alg. 3, 4, 5)."""
+    n = int(counts.sum())
+    if mechanism == "EHD":
+        return eps / (2.0 * global_sensitivity(n, alpha))
+    if mechanism == "EHD-notes":
+        return eps / (2.0 * NOTES_GLOBAL_SENSITIVITY)
+    if mechanism == "EHDL":
+        return eps / (2.0 * local_sensitivity(counts, alpha))
+    return eps / (4.0 * smooth_sensitivity(counts, alpha))
+
+
+def release_log_distribution(
+    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Exact output distribution of one mechanism on one data set, in log space.
+
+    Parameters
+    ----------
+    mechanism : str
+        One of :data:`MECHANISMS`.
+    counts : array_like of int, shape (k,)
+        Category counts of the data set (``n = sum counts``).
+    eps : float
+        Privacy parameter the mechanism is calibrated with (``> 0``).
+    prior : array_like, shape (k,)
+        Dirichlet prior ``alpha``.
+
+    Returns
+    -------
+    released : ndarray of int, shape (m, k)
+        Support: released count vectors (released posterior ``Dir(alpha + released)``). For ``k = 2``
+        it is always ``(j, n - j)``, ``j = 0..n``, in this order.
+    log_prob : ndarray, shape (m,)
+        Log-probability of each support point (``logsumexp(log_prob) = 0``).
+    """
+    _check_mechanism(mechanism)
+    eps = check_positive("eps", eps)
+    alpha = check_prior(prior)
+    c = _check_counts(counts, alpha)
+    if mechanism in LAPLACE_MECHANISMS:
+        return _laplace_release_log_distribution(mechanism, c, eps)
+    cand = candidate_counts(int(c.sum()), alpha.size)
+    score = -np.asarray(hellinger_dirichlet(alpha + c, alpha + cand)) * _exponential_factor(mechanism, c, eps, alpha)
+    return cand, score - logsumexp(score)
+
+
+def exact_log_output_distribution(mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0)) -> NDArray[np.float64]:
+    """Binary case: ``L[x, j] = log P(mechanism releases Beta(a + j, b + n - j) | data with x ones)``.
+
+    Rows ``x = 0..n`` (input neighbours are rows ``x`` and ``x + 1``), columns ``j = 0..n``.
+    """
+    _check_mechanism(mechanism)
+    n = check_int("n", n, minimum=1, maximum=3000)
+    alpha = check_prior(prior, 2)
+    eps = check_positive("eps", eps)
+    if mechanism in LAPLACE_MECHANISMS:
+        scale = laplace_scale(mechanism, eps, 2)
+        return np.vstack([_log_clamped_floor_pmf(x, n, scale) for x in range(n + 1)])
+    # All pairwise distances between the n + 1 posteriors at once (candidates = posteriors).
+    post = candidate_counts(n, 2) + alpha
+    dist = np.asarray(hellinger_dirichlet(post[:, None, :], post[None, :, :]))
+    _, ls = local_sensitivity_all(n, alpha)
+    if mechanism == "EHD":
+        factor = np.full(n + 1, eps / (2.0 * ls.max()))
+    elif mechanism == "EHD-notes":
+        factor = np.full(n + 1, eps / (2.0 * NOTES_GLOBAL_SENSITIVITY))
+    elif mechanism == "EHDL":
+        factor = eps / (2.0 * ls)
+    else:
+        factor = eps / (4.0 * smooth_sensitivity_all_binary(n, alpha))
+    score = -dist * factor[:, None]
+    return score - logsumexp(score, axis=1, keepdims=True)
+
+
+def exact_output_distribution(mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0)) -> NDArray[np.float64]:
+    """Binary case: exact ``(n+1) x (n+1)`` matrix ``P[x, j]`` of output probabilities.
+
+    ``P[x, j]`` is the probability that ``mechanism`` (calibrated for ``eps``; see the module table for
+    the guarantee each one actually has, :func:`proven_epsilon`) releases ``Beta(a + j, b + n - j)`` when
+    the data hold ``x`` ones out of ``n``. Rows sum to 1; input neighbours are rows ``x`` and ``x + 1``.
+    """
+    return np.exp(exact_log_output_distribution(mechanism, n, eps, prior))
+
+
+def privacy_loss_binary(mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0)) -> float:
+    """Exact worst-case privacy loss ``max_{x, j} |log P[x, j] - log P[x+1, j]|`` over all binary neighbours.
+
+    This is the smallest ``eps'`` for which the mechanism is ``eps'``-DP on data sets of size ``n``
+    (``inf`` when some output has probability 0 under one neighbour only).
+    """
+    L = exact_log_output_distribution(mechanism, n, eps, prior)
+    a, b = L[:-1], L[1:]
+    both_impossible = np.isneginf(a) & np.isneginf(b)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(both_impossible, 0.0, np.abs(a - b))
+    return float(np.max(diff))
+
+
+def sample_release(
+    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike, rng: np.random.Generator, size: int = 1
+) -> NDArray[np.int64]:
+    """Draw ``size`` releases of ``mechanism`` on the data set with category counts ``counts``.
+
+    The Laplace mechanisms are simulated as written in notes Alg. 1-2 (Laplace noise, floor, clamp);
+    the exponential mechanisms draw from their candidate weights. For ``k = 2`` column 0 of the result
+    is the index ``j`` of the released candidate in :func:`exact_output_distribution`.
+
+    Returns
+    -------
+    ndarray of int, shape (size, k)
+        Released count vectors ``c~``; the released posterior is ``Dir(prior + c~)``.
+    """
+    _check_mechanism(mechanism)
+    eps = check_positive("eps", eps)
+    alpha = check_prior(prior)
+    c = _check_counts(counts, alpha)
+    rng = check_rng("rng", rng)
+    size = check_int("size", size, minimum=1)
+    k, n = alpha.size, int(c.sum())
+    if mechanism in LAPLACE_MECHANISMS:
+        eta = rng.laplace(0.0, laplace_scale(mechanism, eps, k), size=(size, k - 1))
+        first = np.clip(np.floor(c[: k - 1] + eta), 0, n).astype(np.int64)
+        last = np.clip(n - first.sum(axis=1), 0, n)
+        return np.concatenate([first, last[:, None]], axis=1)
+    support, logp = release_log_distribution(mechanism, c, eps, alpha)
+    p = np.exp(logp)
+    idx = rng.choice(len(support), size=size, p=p / p.sum())
+    return support[idx]
+
+
+# -- accuracy --------------------------------------------------------------------------------------
+def error_distribution(
+    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Exact distribution of the released Hellinger error ``H(DirP(x), released posterior)``.
+
+    Returns
+    -------
+    errors, probs : ndarray, shape (m,)
+        One entry per support point of the release (errors may repeat).
+    """
+    alpha = check_prior(prior)
+    c = _check_counts(counts, alpha)
+    released, logp = release_log_distribution(mechanism, c, eps, alpha)
+    errors = np.asarray(hellinger_dirichlet(alpha + c, alpha + released))
+    return errors, np.exp(logp)
+
+
+def mean_error(mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike) -> float:
+    """``E[H(DirP(x), M(x))]``, exact."""
+    errors, probs = error_distribution(mechanism, counts, eps, prior)
+    return float(np.dot(errors, probs))
+
+
+# Distances equal to LS(x) are computed by the same formula on the same pair, but allow for the last
+# bit of rounding when deciding membership of the good set.
+_GOOD_SET_RTOL = 1e-9
+
+
+def within_probability(mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike, t: float, *, strict: bool = True) -> float:
+    """``P[H(DirP(x), M(x)) < t]`` (``<= t`` with ``strict=False``), exact."""
+    t = check_positive("t", t)
+    errors, probs = error_distribution(mechanism, counts, eps, prior)
+    inside = errors < t if strict else errors <= t * (1 + _GOOD_SET_RTOL)
+    return float(probs[inside].sum())
+
+
+def good_set_probability(mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike) -> float:
+    """``P[M(x) in R_g]`` with the good set ``R_g = {r : H(DirP(x), r) <= LS(x)}`` (notes Cor. 2.5.2)."""
+    ls = local_sensitivity(counts, prior)
+    return within_probability(mechanism, counts, eps, prior, ls, strict=False)
+
+
+def error_quantile(mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike, gamma: float) -> float:
+    """``ELap``-type error (notes Thm 2.1): the smallest ``t`` with ``P[H <= t] >= 1 - gamma``.
+
+    The notes write ``argmin_t {P[H < t] >= 1 - gamma}``; with a strict inequality the minimum is not
+    attained, and its infimum is this quantile.
+    """
+    gamma = check_probability("gamma", gamma, open_interval=True)
+    errors, probs = error_distribution(mechanism, counts, eps, prior)
+    order = np.argsort(errors, kind="stable")
+    cum = np.cumsum(probs[order])
+    idx = int(np.searchsorted(cum, (1.0 - gamma) * (1 - 1e-12), side="left"))
+    return float(errors[order][min(idx, len(order) - 1)])
+
+
+def binary_local_sensitivities(n: int, prior: ArrayLike) -> NDArray[np.float64]:
+    """``LS(x)`` for ``x = 0..n`` ones (binary convenience wrapper)."""
+    return local_sensitivity_all(n, check_prior(prior, 2))[1]

@@ -1,0 +1,190 @@
+"""Posterior-release mechanisms: exact distributions, samplers, sensitivities and privacy losses."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpbayes import posterior_release as pr
+from dpbayes import sensitivity as se
+from dpbayes.distances import hellinger_dirichlet
+
+PRIORS = [(1.0, 1.0), (0.5, 0.5), (4.0, 1.5)]
+
+
+# -- candidate set and sensitivities ---------------------------------------------------------------
+def test_candidate_counts():
+    c = se.candidate_counts(6, 3)
+    assert c.shape == (math.comb(8, 2), 3)
+    assert np.all(c.sum(axis=1) == 6) and np.all(c >= 0)
+    assert len({tuple(r) for r in c}) == len(c)
+    assert se.candidate_counts(4, 2).tolist() == [[0, 4], [1, 3], [2, 2], [3, 1], [4, 0]]
+
+
+@pytest.mark.parametrize("prior", [(1.0, 1.0), (0.5, 0.5), (1.0, 1.0, 1.0)])
+def test_local_sensitivity_is_brute_force_maximum(prior):
+    # LS(x) = max over neighbours x' and all candidates r of |H(DirP(x), r) - H(DirP(x'), r)|
+    alpha = np.asarray(prior)
+    n = 5
+    cand = se.candidate_counts(n, alpha.size)
+    for c in cand:
+        best = 0.0
+        for i in range(alpha.size):
+            for j in range(alpha.size):
+                if i == j or c[i] == 0:
+                    continue
+                nb = c.copy()
+                nb[i] -= 1
+                nb[j] += 1
+                diff = np.abs(hellinger_dirichlet(alpha + c, alpha + cand) - hellinger_dirichlet(alpha + nb, alpha + cand))
+                best = max(best, diff.max())
+        assert se.local_sensitivity(c, alpha) == pytest.approx(best, abs=1e-14)
+
+
+def test_global_sensitivity_against_notes_constant():
+    # Uniform prior, n = 1: the two posteriors Beta(2,1), Beta(1,2) are at sqrt(1 - pi/4).
+    assert se.global_sensitivity(1, (1, 1)) == pytest.approx(se.NOTES_GLOBAL_SENSITIVITY, abs=1e-15)
+    assert se.global_sensitivity(20, (1, 1)) < se.NOTES_GLOBAL_SENSITIVITY
+    # Jeffreys prior: the notes' constant is too small.
+    assert se.global_sensitivity(1, (0.5, 0.5)) > se.NOTES_GLOBAL_SENSITIVITY
+
+
+def test_smooth_sensitivity_properties():
+    prior = (1.0, 1.0)
+    n = 30
+    _, ls = se.local_sensitivity_all(n, prior)
+    beta = se.pure_dp_smoothing_beta(n, prior)
+    s = se.smooth_sensitivity_all_binary(n, prior)
+    assert np.all(s >= ls - 1e-15)
+    assert np.all(s[1:] <= math.exp(beta) * s[:-1] * (1 + 1e-12))
+    assert np.all(s[:-1] <= math.exp(beta) * s[1:] * (1 + 1e-12))
+    assert se.smooth_sensitivity((12, 18), prior) == pytest.approx(s[12], rel=1e-14)
+
+
+# -- exact distributions ---------------------------------------------------------------------------
+@pytest.mark.parametrize("mechanism", pr.MECHANISMS)
+def test_exact_distribution_rows_sum_to_one(mechanism):
+    P = pr.exact_output_distribution(mechanism, 15, 0.7, (2.0, 3.0))
+    assert P.shape == (16, 16)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    assert np.all(P >= 0)
+
+
+def test_laplace_pmf_matches_scipy_cdf():
+    n, scale, c = 12, 1.7, 5
+    logp = pr._log_clamped_floor_pmf(c, n, scale)
+    cdf = stats.laplace(loc=c, scale=scale).cdf
+    edges = np.arange(1, n + 1, dtype=float)
+    expected = np.diff(np.concatenate([[0.0], cdf(edges), [1.0]]))
+    np.testing.assert_allclose(np.exp(logp), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_laplace_pmf_log_space_far_tail():
+    # eps = 40 on n = 50: tail probabilities ~ e^-2000 underflow as probabilities but not as logs
+    logp = pr._log_clamped_floor_pmf(0, 50, 1 / 40)
+    assert np.all(np.isfinite(logp))
+    assert logp[-1] == pytest.approx(-40 * 50 - math.log(2), rel=1e-12)
+
+
+def test_three_category_support_sums_and_probability():
+    released, logp = pr.release_log_distribution("LSHist", (2, 3, 1), 1.0, (1, 1, 1))
+    assert np.exp(logp).sum() == pytest.approx(1.0, abs=1e-12)
+    # The notes' clamp of the last coordinate can leave the candidate set (sum != n): measured, not hidden.
+    off = released.sum(axis=1) != 6
+    assert np.exp(logp)[off].sum() > 0
+
+
+# -- samplers against exact distributions ------------------------------------------------------------
+def _chi_square_pvalue(observed, expected_prob, size):
+    expected = expected_prob * size
+    keep = expected >= 5  # pool the sparse cells into one
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    return stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
+
+
+@pytest.mark.parametrize("mechanism", pr.MECHANISMS)
+def test_binary_sampler_matches_exact(mechanism):
+    n, eps, prior, x, size = 20, 1.0, (1.0, 1.0), 6, 20000
+    rng = np.random.default_rng(4321)
+    draws = pr.sample_release(mechanism, (x, n - x), eps, prior, rng, size)
+    assert np.all(draws.sum(axis=1) == n)
+    observed = np.bincount(draws[:, 0], minlength=n + 1)
+    exact = pr.exact_output_distribution(mechanism, n, eps, prior)[x]
+    assert _chi_square_pvalue(observed, exact, size) > 1e-3
+
+
+@pytest.mark.parametrize("mechanism", ["LSDim", "LSHist", "EHD", "EHDS"])
+def test_three_category_sampler_matches_exact(mechanism):
+    counts, eps, prior, size = (3, 1, 4), 1.0, (1.0, 2.0, 0.5), 20000
+    rng = np.random.default_rng(99)
+    draws = pr.sample_release(mechanism, counts, eps, prior, rng, size)
+    support, logp = pr.release_log_distribution(mechanism, counts, eps, prior)
+    index = {tuple(r): i for i, r in enumerate(support)}
+    observed = np.bincount([index[tuple(r)] for r in draws], minlength=len(support))
+    assert _chi_square_pvalue(observed, np.exp(logp), size) > 1e-3
+
+
+def test_chi_square_check_can_fail():
+    # The sampler check must be able to fail: LSHist draws against LSDim's distribution.
+    n, x, size = 20, 6, 20000
+    draws = pr.sample_release("LSHist", (x, n - x), 1.0, (1, 1), np.random.default_rng(1), size)
+    observed = np.bincount(draws[:, 0], minlength=n + 1)
+    assert _chi_square_pvalue(observed, pr.exact_output_distribution("LSDim", n, 1.0)[x], size) < 1e-6
+
+
+# -- privacy -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("prior", PRIORS)
+@pytest.mark.parametrize("eps", [0.3, 2.0])
+def test_exact_privacy_loss_within_proven_guarantee(prior, eps):
+    for n in (1, 2, 7, 25):
+        for mechanism in ("LSDim", "LSHist", "EHD", "EHDS"):
+            loss = pr.privacy_loss_binary(mechanism, n, eps, prior)
+            assert loss <= pr.proven_epsilon(mechanism, eps, n, prior) * (1 + 1e-9), (mechanism, n)
+
+
+def test_laplace_losses_are_tight():
+    # Lap(1/eps) on a sensitivity-1 count: the tails attain e^eps exactly; LSDim (Lap(2/eps)) is eps/2.
+    assert pr.privacy_loss_binary("LSHist", 10, 1.3, (1, 1)) == pytest.approx(1.3, rel=1e-12)
+    assert pr.privacy_loss_binary("LSDim", 10, 1.3, (1, 1)) == pytest.approx(0.65, rel=1e-12)
+
+
+def test_notes_gs_and_local_sensitivity_break_privacy():
+    # Computed, not asserted: EHD with GS = sqrt(1 - pi/4) under a small prior exceeds its eps ...
+    assert pr.privacy_loss_binary("EHD-notes", 5, 1.0, (0.01, 0.01)) > 1.1
+    # ... and so does EHDL (local sensitivity in place of global) for larger n.
+    assert pr.privacy_loss_binary("EHDL", 300, 1.0, (0.1, 0.1)) > 1.0
+
+
+# -- accuracy helpers -------------------------------------------------------------------------------
+def test_good_set_and_quantile():
+    counts, prior = (10, 30), (1.0, 1.0)
+    p_good = pr.good_set_probability("LSHist", counts, 1.0, prior)
+    # notes Cor 2.5.2 (first part): P >= 1 - (e^-eps + e^-2eps)/2
+    assert p_good >= 1 - 0.5 * (math.exp(-1) + math.exp(-2)) - 1e-12
+    t = pr.error_quantile("LSHist", counts, 1.0, prior, math.exp(-1.0))
+    assert t <= se.local_sensitivity(counts, prior) * (1 + 1e-12)
+    errors, probs = pr.error_distribution("EHD", counts, 1.0, prior)
+    assert pr.mean_error("EHD", counts, 1.0, prior) == pytest.approx(float(errors @ probs))
+
+
+# -- validation ------------------------------------------------------------------------------------
+def test_bad_input_is_rejected():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="mechanism must be one of"):
+        pr.exact_output_distribution("Laplace", 5, 1.0)
+    with pytest.raises(ValueError, match="eps must be > 0"):
+        pr.exact_output_distribution("EHD", 5, 0.0)
+    with pytest.raises(ValueError, match=r"n must be an integer in \[1"):
+        pr.exact_output_distribution("EHD", 0, 1.0)
+    with pytest.raises(ValueError, match="prior must have 2 entries"):
+        pr.exact_output_distribution("EHD", 5, 1.0, (1, 1, 1))
+    with pytest.raises(ValueError, match="counts must be non-negative integers"):
+        pr.sample_release("EHD", (1.5, 2), 1.0, (1, 1), rng, 3)
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+        pr.sample_release("EHD", (1, 2), 1.0, (1, 1), 3, 3)
+    with pytest.raises(ValueError, match="prior must be > 0"):
+        se.global_sensitivity(4, (0.0, 1.0))
