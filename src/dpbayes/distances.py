@@ -67,6 +67,9 @@ def log_gamma_second_difference(m: ArrayLike, d: ArrayLike) -> NDArray[np.float6
         out[direct] = 0.5 * (gammaln(md + dd) + gammaln(md - dd)) - gammaln(md)
     if np.any(use_series):
         ms, ds = m_arr[use_series], d_arr[use_series]
+        # polygamma is ~50x slower than gammaln; candidate sets repeat few distinct centres (e.g.
+        # 2n + 1 of them in an (n+1) x (n+1) binary distance matrix), so evaluate it once per centre.
+        centres, where = np.unique(ms, return_inverse=True)
         total = np.zeros_like(ms)
         d2 = ds * ds
         power = np.ones_like(ms)
@@ -75,7 +78,7 @@ def log_gamma_second_difference(m: ArrayLike, d: ArrayLike) -> NDArray[np.float6
         for k in range(1, _SERIES_TERMS + 1):
             power = power * d2
             factorial *= (2 * k - 1) * (2 * k)
-            total += polygamma(2 * k - 1, ms) * power / factorial
+            total += polygamma(2 * k - 1, centres)[where] * power / factorial
         out[use_series] = total
     return out
 

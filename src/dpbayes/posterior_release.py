@@ -347,3 +347,138 @@ def error_quantile(mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLi
 def binary_local_sensitivities(n: int, prior: ArrayLike) -> NDArray[np.float64]:
     """``LS(x)`` for ``x = 0..n`` ones (binary convenience wrapper)."""
     return local_sensitivity_all(n, check_prior(prior, 2))[1]
+
+
+# -- the notes' statements, made precise (binary case) -----------------------------------------------
+def binary_distance_matrix(n: int, prior: ArrayLike) -> NDArray[np.float64]:
+    """``D[x, j] = H(Beta(a + x, b + n - x), Beta(a + j, b + n - j))`` for ``x, j = 0..n``."""
+    n = check_int("n", n, minimum=1, maximum=3000)
+    post = candidate_counts(n, 2) + check_prior(prior, 2)
+    return np.asarray(hellinger_dirichlet(post[:, None, :], post[None, :, :]))
+
+
+def window_half_widths(distances: NDArray[np.float64], x: int, t: float) -> tuple[int, int]:
+    """Two readings of the ``k`` of notes Thm 2.5 for data set ``x`` and threshold ``t``.
+
+    Returns
+    -------
+    k_symmetric : int
+        Largest ``k`` with ``H(DirP(x), DirP(x + k')) < t`` for every ``|k'| <= k`` whose candidate
+        exists (``0 <= x + k' <= n``): the reading under which the Laplace bound is proved.
+    k_one_sided : int
+        Largest ``|k'|`` with ``H(DirP(x), DirP(x + k')) < t`` (the literal wording "k = |k'| the
+        largest integer satisfying ...").
+    """
+    n = distances.size - 1
+    inside = distances < t
+    k_sym = 0
+    while k_sym < n:
+        nxt = k_sym + 1
+        lo_ok = x - nxt < 0 or inside[x - nxt]
+        hi_ok = x + nxt > n or inside[x + nxt]
+        if not (lo_ok and hi_ok) or (x - nxt < 0 and x + nxt > n):
+            break
+        k_sym = nxt
+    idx = np.flatnonzero(inside)
+    k_one = int(np.max(np.abs(idx - x))) if idx.size else 0
+    return k_sym, k_one
+
+
+def theorem_2_5_rows(n: int, eps: float, prior: ArrayLike, t_factor: float) -> dict[str, NDArray[np.float64]]:
+    """Every quantity of notes Thm 2.5 for all data sets ``x = 0..n`` with ``t = t_factor * LS(x)``.
+
+    Keys: ``x``, ``t``, ``k_sym``, ``k_one``, the exact probabilities ``P[H < t]`` of ``LSHist``,
+    ``EHD`` (computed GS), ``EHD-notes`` (GS = sqrt(1 - pi/4), as in the proof) and ``EHDL``, and the
+    notes' bounds: ``lap_lower = 1 - exp(-k eps)``, ``ehd_lower = (2k e^-eps + 1)/n``,
+    ``ehd_upper = (2k + 1)/(n e^-eps)``, ``ehdl_lower = (2k exp(-eps/(2 LS)) + 1)/n``,
+    ``ehdl_upper = (2k + 1)/(n exp(-eps/(2 LS)))`` (all with the symmetric ``k``).
+    """
+    eps = check_positive("eps", eps)
+    t_factor = check_positive("t_factor", t_factor)
+    alpha = check_prior(prior, 2)
+    dist = binary_distance_matrix(n, alpha)
+    _, ls = local_sensitivity_all(n, alpha)
+    t = np.minimum(t_factor * ls, 1.0)
+    inside = dist < t[:, None]
+    out: dict[str, NDArray[np.float64]] = {"x": np.arange(n + 1, dtype=float), "t": t, "ls": ls}
+    ks = np.array([window_half_widths(dist[x], x, t[x]) for x in range(n + 1)], dtype=float)
+    out["k_sym"], out["k_one"] = ks[:, 0], ks[:, 1]
+    for mech in ("LSHist", "EHD", "EHD-notes", "EHDL"):
+        P = np.exp(exact_log_output_distribution(mech, n, eps, alpha))
+        out["p_" + mech] = np.where(inside, P, 0.0).sum(axis=1)
+    k = out["k_sym"]
+    out["lap_lower"] = 1.0 - np.exp(-k * eps)
+    out["lap_lower_one_sided"] = 1.0 - np.exp(-out["k_one"] * eps)
+    out["ehd_lower"] = (2 * k * math.exp(-eps) + 1) / n
+    out["ehd_upper"] = (2 * k + 1) / (n * math.exp(-eps))
+    out["ehdl_lower"] = (2 * k * np.exp(-eps / (2 * ls)) + 1) / n
+    out["ehdl_upper"] = (2 * k + 1) / (n * np.exp(-eps / (2 * ls)))
+    return out
+
+
+def good_set_rows(n: int, eps: float, prior: ArrayLike, mechanisms: tuple[str, ...] = MECHANISMS) -> dict[str, NDArray[np.float64]]:
+    """``P[M(x) in R_g]`` (notes Cor 2.5.2), ``|R_g|`` and the ``(1 - e^-eps)``-quantile error for all ``x``.
+
+    ``R_g = {r : H(DirP(x), r) <= LS(x)}``. Keys: ``x``, ``ls``, ``size_good`` (number of candidates in
+    ``R_g``), ``good_<mech>``, ``elap`` (``LSHist`` error quantile at ``gamma = e^-eps``, notes Thm 2.2)
+    and ``lt_ls_LSHist`` (``P[H < LS(x)]``, the strict inequality the notes write).
+    """
+    eps = check_positive("eps", eps)
+    alpha = check_prior(prior, 2)
+    dist = binary_distance_matrix(n, alpha)
+    _, ls = local_sensitivity_all(n, alpha)
+    good = dist <= (ls * (1 + _GOOD_SET_RTOL))[:, None]
+    out: dict[str, NDArray[np.float64]] = {"x": np.arange(n + 1, dtype=float), "ls": ls, "size_good": good.sum(axis=1).astype(float)}
+    for mech in mechanisms:
+        P = np.exp(exact_log_output_distribution(mech, n, eps, alpha))
+        out["good_" + mech] = np.where(good, P, 0.0).sum(axis=1)
+        if mech == "LSHist":
+            out["lt_ls_LSHist"] = np.where(dist < ls[:, None], P, 0.0).sum(axis=1)
+            order = np.argsort(dist, axis=1, kind="stable")
+            cum = np.cumsum(np.take_along_axis(P, order, axis=1), axis=1)
+            first = np.argmax(cum >= (1 - math.exp(-eps)) * (1 - 1e-12), axis=1)
+            out["elap"] = np.take_along_axis(np.take_along_axis(dist, order, axis=1), first[:, None], axis=1)[:, 0]
+    return out
+
+
+def laplace_window_bound(distances: NDArray[np.float64], x: int, K: int) -> float:
+    """``M_K(x) = max_{|k| <= K} H(DirP(x), DirP(x + k))`` over existing candidates (notes Thm 2.3 numerator)."""
+    n = distances.size - 1
+    lo, hi = max(0, x - K), min(n, x + K)
+    return float(distances[lo : hi + 1].max())
+
+
+def notes_good_set_threshold(eps: float) -> float:
+    """Sample size beyond which notes Cor 2.5.2 claims LSHist beats EHD: ``3 e^(eps/c) / (1 - e^-eps)``, ``c = 2 sqrt(1 - pi/4)``."""
+    eps = check_positive("eps", eps)
+    return 3.0 * math.exp(eps / (2 * NOTES_GLOBAL_SENSITIVITY)) / (1.0 - math.exp(-eps))
+
+
+def notes_window_threshold(eps: float, k: int) -> float:
+    """Sample size of notes Cor 2.5.1: ``(2k + 1) / (e^-eps (1 - e^-k eps))`` (``inf`` for ``k = 0``)."""
+    eps = check_positive("eps", eps)
+    k = check_int("k", k, minimum=0)
+    if k == 0:
+        return math.inf
+    return (2 * k + 1) / (math.exp(-eps) * (1.0 - math.exp(-k * eps)))
+
+
+def crossover_n(
+    eps: float, prior: ArrayLike, theta: float, n_max: int, mechanism_a: str = "LSHist", mechanism_b: str = "EHD-notes"
+) -> tuple[int, NDArray[np.float64], NDArray[np.float64]]:
+    """Smallest ``n0`` with ``P[A(x) in R_g] > P[B(x) in R_g]`` for every ``n0 <= n <= n_max`` (``x = round(theta n)``).
+
+    Returns ``n0`` (``n_max + 1`` if A never stays ahead) and the two probability curves for ``n = 1..n_max``.
+    """
+    theta = check_probability("theta", theta)
+    n_max = check_int("n_max", n_max, minimum=1, maximum=100_000)
+    pa = np.empty(n_max)
+    pb = np.empty(n_max)
+    for n in range(1, n_max + 1):
+        x = int(round(theta * n))
+        counts = (x, n - x)
+        pa[n - 1] = good_set_probability(mechanism_a, counts, eps, prior)
+        pb[n - 1] = good_set_probability(mechanism_b, counts, eps, prior)
+    behind = np.flatnonzero(~(pa > pb))
+    n0 = int(behind[-1]) + 2 if behind.size else 1
+    return n0, pa, pb
