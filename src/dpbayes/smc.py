@@ -43,6 +43,8 @@ __all__ = [
     "privatise_one",
     "smc_latent",
     "smc_exact",
+    "realised_fisher_information",
+    "cramer_rao_sd",
 ]
 
 Progress = Callable[[int, int], None] | None
@@ -515,3 +517,37 @@ def smc_exact(
         final_sigma=np.exp(log_sigma),
         final_weights=weights,
     )
+
+
+def realised_fisher_information(
+    lower: ArrayLike, upper: ArrayLike, mu: float, sigma: float, eps: float
+) -> NDArray[np.float64]:
+    """Total exact Fisher information about ``(mu, sigma)`` of releases made with given intervals.
+
+    ``sum_t F^eps_{l_t, r_t}(mu, sigma)`` (paper eq. (6)); the releases are independent given
+    ``theta`` and the intervals, and by the chain rule the information of an adaptive sequence is
+    the sum of the per-release informations at the realised intervals (each interval is a function
+    of earlier releases only). Uses :func:`dpbayes.truncation.fisher_information_normal`.
+
+    Returns
+    -------
+    ndarray, shape (2, 2)
+        Index 0 is ``mu``, index 1 is ``sigma``.
+    """
+    lo = np.atleast_1d(np.asarray(lower, dtype=float))
+    hi = np.broadcast_to(np.asarray(upper, dtype=float), lo.shape)
+    total = np.zeros((2, 2))
+    for l_t, r_t in zip(lo, hi):
+        total += truncation.fisher_information_normal(mu, sigma, l_t, r_t, eps)
+    return total
+
+
+def cramer_rao_sd(fisher: ArrayLike) -> NDArray[np.float64]:
+    """Cramer-Rao lower bounds on the standard deviations of unbiased estimators: ``sqrt(diag(F^-1))``.
+
+    With a weak prior this is also the large-sample van Trees bound at the true ``theta``.
+    """
+    F = np.asarray(fisher, dtype=float)
+    if F.shape != (2, 2):
+        raise ValueError(f"fisher must be a 2 x 2 matrix, got shape {F.shape}")
+    return np.sqrt(np.diag(np.linalg.inv(F)))
