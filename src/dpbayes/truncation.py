@@ -42,6 +42,7 @@ __all__ = [
     "fisher_score",
     "interval_scores",
     "best_interval",
+    "best_interval_asymmetric",
     "PAPER_A_GRID",
     "PAPER_INTERVALS",
 ]
@@ -179,17 +180,32 @@ def _log_tilted_normal_mass(lo: FloatArray, hi: FloatArray, d: FloatArray, z: Fl
     """``log int_lo^hi phi(t) exp(-z (d - t)) dt`` for ``lo <= hi <= d`` and ``z > 0``.
 
     Completing the square, ``phi(t) e^{z t} = phi(t - z) e^{z^2/2}``, so the integral is
-    ``exp(z^2/2 - z d) [Phi(hi - z) - Phi(lo - z)]``. Writing ``log Phi(w) = g(w) - w^2/2``
-    (:func:`_log_phi_mills`) the huge terms ``z^2/2`` cancel analytically:
+    ``exp(z^2/2 - z d) [Phi(hi - z) - Phi(lo - z)]``. The factor ``exp(z^2/2)`` overflows for
+    narrow intervals (large ``z``) while the ``Phi`` underflow, so three cases are combined
+    (with ``w_lo = lo - z <= w_hi = hi - z``):
 
-        log Phi(hi - z) + z^2/2 - z d = g(hi - z) - hi^2/2 - z (d - hi),
+    * ``w_hi <= 0`` (both in the lower tail): with ``log Phi(w) = g(w) - w^2/2``
+      (:func:`_log_phi_mills`) the huge terms cancel analytically,
+      ``log Phi(w_hi) + z^2/2 - z d = g(w_hi) - hi^2/2 - z (d - hi)``, and the ratio
+      ``Phi(w_lo)/Phi(w_hi)`` has log ``g(w_lo) - g(w_hi) + (hi - lo)(hi + lo - 2z)/2`` (a product,
+      no cancellation);
+    * ``w_lo >= 0`` (both in the upper tail): ``Phi(w_hi) - Phi(w_lo) = Phi(-w_lo) - Phi(-w_hi)``;
+    * otherwise ``Phi(w_hi) >= 1/2`` and the plain difference is accurate.
 
-    and the difference of the two ``Phi`` is a ``log(1 - ratio)`` with the ratio's log
-    ``g(lo - z) - g(hi - z) + (hi - lo)(hi + lo - 2 z)/2`` formed as a product (no cancellation).
+    In the last two cases ``z^2/2 - z d`` is formed as ``z (z/2 - d)`` with ``d >= hi > z``.
     """
-    g_hi = _log_phi_mills(hi - z)
-    log_ratio = _log_phi_mills(lo - z) - g_hi + 0.5 * (hi - lo) * (hi + lo - 2.0 * z)
-    return g_hi - 0.5 * hi * hi - z * (d - hi) + _log1mexp(log_ratio)
+    w_lo = lo - z
+    w_hi = hi - z
+    # lower-tail case
+    g_hi = _log_phi_mills(np.minimum(w_hi, 0.0))
+    log_ratio = _log_phi_mills(np.minimum(w_lo, 0.0)) - g_hi + 0.5 * (hi - lo) * (hi + lo - 2.0 * z)
+    lower = g_hi - 0.5 * hi * hi - z * (d - hi) + _log1mexp(log_ratio)
+    # upper-tail and straddling cases
+    ln_hi, ln_lo = special.log_ndtr(w_hi), special.log_ndtr(w_lo)
+    ln_mlo, ln_mhi = special.log_ndtr(-w_lo), special.log_ndtr(-w_hi)
+    log_diff = np.where(w_lo >= 0, ln_mlo + _log1mexp(ln_mhi - ln_mlo), ln_hi + _log1mexp(ln_lo - ln_hi))
+    upper = log_diff + z * (0.5 * z - d)
+    return np.where(w_hi <= 0, lower, upper)
 
 
 def loglik_privatised_normal(
@@ -294,34 +310,57 @@ def score_privatised_normal(
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 
 
-def _fisher_exact(mu: float, sigma: float, l: float, r: float, eps: float, noise_scale_factor: float) -> FloatArray:
-    """``E_q[s_p(Y) s_p(Y)^T]`` by quadrature; ``q = p`` when ``noise_scale_factor = 1``.
+def _panel_edges(eps_max: float, sigma_over_width: float) -> FloatArray:
+    """Panel edges on ``[0, 1]`` (the interval ``[l, r]`` rescaled) for composite Gauss-Legendre.
+
+    Inside ``[l, r]`` the density has two kinds of structure: the Laplace images of the atoms at
+    ``l`` and ``r`` decay on the noise scale ``beta = width / eps`` (``1/eps`` here), and the
+    normal part varies on the scale ``sigma`` (``sigma/width`` here). Panels are uniform with
+    step ``min(1/8, sigma/(4 width), 1/(2 eps))`` but at most 400 of them; if ``1/eps`` is
+    smaller than that step, geometric panels of widths ``1/(4 eps) * 2^k`` grade both ends.
+    """
+    step = min(0.125, 0.25 * sigma_over_width, 0.5 / eps_max)
+    n_uniform = int(np.ceil(1.0 / max(step, 1.0 / 400)))
+    edges = [np.linspace(0.0, 1.0, n_uniform + 1)]
+    uniform_step = 1.0 / n_uniform
+    fine = 0.25 / eps_max
+    if fine < uniform_step:
+        grade = fine * 2.0 ** np.arange(int(np.ceil(np.log2(uniform_step / fine))) + 1)
+        grade = np.concatenate([[0.0], grade[grade < 0.5]])
+        edges += [grade, 1.0 - grade]
+    return np.unique(np.concatenate(edges))
+
+
+def _fisher_exact(
+    mu: ArrayLike, sigma: ArrayLike, l: ArrayLike, r: ArrayLike, eps: float, noise_scale_factor: float
+) -> FloatArray:
+    """``E_q[s_p(Y) s_p(Y)^T]`` by quadrature, for a batch of intervals; ``q = p`` when the factor is 1.
 
     ``p`` is the model (noise scale ``beta = (r-l)/eps``) whose score ``s_p`` is used; ``q`` is
     the law the observations really follow, with noise scale ``noise_scale_factor * beta``.
     Outside ``[l, r]`` both densities are exactly exponential in ``y`` (all of ``T(X)`` lies on one
     side), so the score is constant there and each tail contributes ``beta_q q(edge) s s^T``
     exactly. Inside ``[l, r]`` the integrand is smooth (analytic); composite 16-point
-    Gauss-Legendre panels resolve the scales ``beta`` and ``sigma``.
+    Gauss-Legendre panels resolve the scales ``beta`` and ``sigma``. ``mu, sigma, l, r`` broadcast
+    to a batch shape ``S``; the result has shape ``S + (2, 2)``.
     """
-    beta = (r - l) / eps
-    eps_q = eps / noise_scale_factor
-    beta_q = beta * noise_scale_factor
-    n_panels = int(np.ceil(max(8.0, 3.0 * (r - l) / min(beta, beta_q), 4.0 * (r - l) / sigma)))
-    edges = np.linspace(l, r, n_panels + 1)
-    half = 0.5 * np.diff(edges)
-    mid = 0.5 * (edges[1:] + edges[:-1])
-    y_in = (mid[:, None] + half[:, None] * _GL_NODES[None, :]).ravel()
-    w_in = (half[:, None] * _GL_WEIGHTS[None, :]).ravel()
-    y_all = np.concatenate([y_in, [l, r]])
-    w_all = np.concatenate([w_in, [0.0, 0.0]])
-    args = tuple(np.asarray(v, dtype=float) for v in (mu, sigma, l, r))
-    score = _score(y_all, *args, np.asarray(eps, dtype=float))
-    log_q = _loglik(y_all, *args, np.asarray(eps_q, dtype=float))
-    q = np.exp(log_q)
-    w_all = w_all * q
-    w_all[-2:] = beta_q * q[-2:]  # exact exponential tails beyond l and r
-    return np.einsum("n,ni,nj->ij", w_all, score, score)
+    mu, sigma, l, r = (np.asarray(v, dtype=float) for v in np.broadcast_arrays(mu, sigma, l, r))
+    batch = mu.shape
+    mu, sigma, l, r = (v.reshape(-1, 1) for v in (mu, sigma, l, r))
+    k = noise_scale_factor
+    t_edges = _panel_edges(eps / min(k, 1.0), float(np.min(sigma / (r - l))))
+    half = 0.5 * np.diff(t_edges)
+    t_nodes = ((0.5 * (t_edges[1:] + t_edges[:-1]))[:, None] + half[:, None] * _GL_NODES[None, :]).ravel()
+    t_weights = (half[:, None] * _GL_WEIGHTS[None, :]).ravel()
+    width = r - l
+    y = np.concatenate([l + width * t_nodes[None, :], l, r], axis=1)
+    eps_arr = np.asarray(eps, dtype=float)
+    score = _score(y, mu, sigma, l, r, eps_arr)
+    q = np.exp(_loglik(y, mu, sigma, l, r, eps_arr / k))
+    beta_q = k * width / eps
+    weights = np.concatenate([width * t_weights[None, :] * q[:, :-2], beta_q * q[:, -2:]], axis=1)
+    F = np.einsum("bn,bni,bnj->bij", weights, score, score)
+    return F.reshape(batch + (2, 2))
 
 
 def fisher_information_normal(
@@ -361,7 +400,7 @@ def fisher_information_mc(
     noise_scale_factor: float = 1.0,
     x_obs: ArrayLike | None = None,
     v_obs: ArrayLike | None = None,
-) -> tuple[FloatArray, FloatArray]:
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The paper's Monte-Carlo Fisher information for base N(0, 1): eq. (7) with Algorithm 5.
 
     Draw ``n_obs`` observations ``y_j = T_a^b(x_j) + (b - a) k v_j`` (``x_j ~ N(0,1)``,
@@ -379,8 +418,12 @@ def fisher_information_mc(
     F : ndarray, shape (2, 2)
         The estimate.
     standard_error : ndarray, shape (2, 2)
-        Element-wise standard error over the ``n_obs`` outer products (the importance-sampling
-        bias, positive and O(1/n_is), is not included).
+        Element-wise standard error over the ``n_obs`` outer products.
+    is_bias : ndarray, shape (2, 2)
+        Estimated bias from the importance-sampling noise: ``E[s_hat s_hat^T] = s s^T + Cov(s_hat)``,
+        so the estimator exceeds the Fisher information by about the average (delta-method)
+        covariance of the score estimates, O(1/effective sample size). It matters for ``F[1, 1]``
+        on narrow intervals, where the true information about ``sigma`` is tiny.
     """
     a_arr, b_arr = _interval(a, b)
     a_f, b_f = float(a_arr), float(b_arr)
@@ -401,16 +444,24 @@ def fisher_information_mc(
     y = np.clip(x_obs_arr, a_f, b_f) + k * beta * v_obs_arr
     chunk = max(1, 2_000_000 // n_is)  # bound memory to ~2e6 proposals at a time
     scores = np.empty((y.size, 2))
+    is_cov = np.zeros((2, 2))
     for start in range(0, y.size, chunk):
         y_c = y[start : start + chunk]
         x_p = rng.standard_normal((n_is, y_c.size))
         log_w = -np.abs(y_c[None, :] - np.clip(x_p, a_f, b_f)) / beta
         w = np.exp(log_w - log_w.max(axis=0, keepdims=True))
         w /= w.sum(axis=0, keepdims=True)
-        scores[start : start + chunk, 0] = np.sum(w * x_p, axis=0)
-        scores[start : start + chunk, 1] = np.sum(w * (x_p * x_p - 1.0), axis=0)
+        h = (x_p, x_p * x_p - 1.0)  # grad log N(x; mu, sigma) at (0, 1): (x, x^2 - 1)
+        s_c = np.stack([np.sum(w * h[0], axis=0), np.sum(w * h[1], axis=0)], axis=-1)
+        scores[start : start + chunk] = s_c
+        # delta-method variance of the self-normalised estimate: sum_i w_i^2 (h_i - s)(h_i - s)^T
+        w2 = w * w
+        d0 = h[0] - s_c[:, 0]
+        d1 = h[1] - s_c[:, 1]
+        c01 = np.sum(w2 * d0 * d1)
+        is_cov += np.array([[np.sum(w2 * d0 * d0), c01], [c01, np.sum(w2 * d1 * d1)]])
     outer = scores[:, :, None] * scores[:, None, :]
-    return outer.mean(axis=0), outer.std(axis=0, ddof=1) / np.sqrt(y.size)
+    return outer.mean(axis=0), outer.std(axis=0, ddof=1) / np.sqrt(y.size), is_cov / y.size
 
 
 def fisher_information(
@@ -509,7 +560,7 @@ def interval_scores(
         raise ValueError("grid must hold values a < 0 (interval [a, -a] of positive width)")
     k = check_positive("noise_scale_factor", noise_scale_factor)
     if method == "exact":
-        F = np.stack([_fisher_exact(0.0, 1.0, a, -a, eps_f, k) for a in a_grid])
+        F = _fisher_exact(0.0, 1.0, a_grid, -a_grid, eps_f, k)
     else:
         rng = check_rng("rng", rng)
         n_obs = check_int("n_obs", n_obs, minimum=2)
@@ -517,7 +568,9 @@ def interval_scores(
         v_obs = rng.laplace(0.0, 1.0, n_obs)
         F = np.stack(
             [
-                fisher_information_mc(a, -a, eps_f, rng, n_is=n_is, noise_scale_factor=k, x_obs=x_obs, v_obs=v_obs)[0]
+                fisher_information_mc(
+                    a, -a, eps_f, rng, n_is=n_is, noise_scale_factor=k, x_obs=x_obs, v_obs=v_obs
+                )[0]
                 for a in a_grid
             ]
         )
@@ -571,3 +624,50 @@ def best_interval(
         if -res.fun > scores[i]:
             a_best = float(res.x)
     return a_best, -a_best
+
+
+def best_interval_asymmetric(
+    eps: float,
+    score: str = "paper",
+    grid: ArrayLike | None = None,
+    *,
+    noise_scale_factor: float = 1.0,
+) -> tuple[float, float, float]:
+    """Best interval ``[a, b]`` for N(0, 1) without the symmetry ``a = -b`` (exact method).
+
+    The paper's text describes a 50 x 50 grid over ``[-3, 3]^2`` (Section 4.1); the author's code
+    searched symmetric intervals only. This searches all pairs ``a < b`` of ``grid`` (default: 51
+    points on ``[-3, 3]``, step 0.12) with the exact Fisher information, then polishes the best
+    pair with Nelder-Mead in ``(centre, log width)`` so that widths below the grid step are
+    reachable. Beyond the paper.
+
+    Returns
+    -------
+    (a, b, score_value) : tuple of float
+    """
+    eps_f = check_positive("eps", eps)
+    check_choice("score", score, _SCORES)
+    k = check_positive("noise_scale_factor", noise_scale_factor)
+    pts = np.linspace(-3.0, 3.0, 51) if grid is None else check_grid("grid", grid)
+    if pts.size < 2:
+        raise ValueError("grid must hold at least two points")
+    ia, ib = np.triu_indices(pts.size, k=1)
+    F = _fisher_exact(0.0, 1.0, pts[ia], pts[ib], eps_f, k)
+    scores = fisher_score(F, score)
+    i = int(np.nanargmax(scores))
+    a0, b0 = float(pts[ia[i]]), float(pts[ib[i]])
+
+    def negative_score(p: FloatArray) -> float:
+        half = 0.5 * np.exp(p[1])
+        return -float(fisher_score(_fisher_exact(0.0, 1.0, p[0] - half, p[0] + half, eps_f, k), score))
+
+    res = optimize.minimize(
+        negative_score,
+        np.array([0.5 * (a0 + b0), np.log(b0 - a0)]),
+        method="Nelder-Mead",
+        options={"xatol": 1e-6, "fatol": 1e-12, "maxiter": 2000},
+    )
+    if -res.fun <= scores[i]:
+        return a0, b0, float(scores[i])
+    half = 0.5 * float(np.exp(res.x[1]))
+    return float(res.x[0]) - half, float(res.x[0]) + half, float(-res.fun)
