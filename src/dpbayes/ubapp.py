@@ -72,6 +72,11 @@ LP_SOLVERS = ("HIGHS", "CLARABEL", "SCS", "OSQP")
 #: absolute, which breaks the DP inequalities between tiny entries by far more than 1e-9 relative
 #: (see the benchmark and the chapter for the numbers).
 DEFAULT_LP_SOLVER = "HIGHS"
+# HiGHS's default feasibility tolerance (1e-7) lets tiny entries break the DP inequalities and the
+# objective fall below the true optimum by ~1e-9; tighter tolerances keep it within ~1e-12.
+_DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
+    "HIGHS": {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+}
 
 
 class PrivacyCheckError(RuntimeError):
@@ -100,8 +105,9 @@ class UbappSolution:
     privacy_loss : float
         Largest ``|log P[k, i] - log P[k, i']|`` over neighbours (``<= eps`` up to ``DP_RTOL``).
     repair_weight : float
-        Weight ``lam`` of the repair ``(1 - lam) P + lam * u 1^T`` applied to an LP solution that
-        broke a DP inequality by more than ``DP_RTOL`` (0 when none was needed).
+        Weight ``lam`` of the mixture with a data-independent column in the repair of an LP
+        solution that broke a DP inequality by more than ``DP_RTOL`` (0 when none was needed; see
+        ``info["envelope_mass"]`` for the other step of the repair).
     log_P : ndarray
         ``log(P)``, exact where ``P`` underflows (the exact solver computes it in log space).
     info : dict
@@ -285,24 +291,54 @@ def _require_dp(log_P: NDArray[np.float64], eps: float, nb: NDArray[np.int64], w
 # --------------------------------------------------------------------------------------------
 
 
-def _repair(P: NDArray[np.float64], eps: float, I: NDArray[np.int64], J: NDArray[np.int64]) -> tuple[NDArray[np.float64], float]:
-    """Mix ``P`` with its average column until every DP inequality holds to ``DP_RTOL``.
+def _upper_envelope(P: NDArray[np.float64], eps: float, I: NDArray[np.int64], J: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Smallest ``H >= P`` with ``H[k, i'] >= exp(-eps) H[k, i]`` for every neighbour pair.
 
-    The average column ``u`` is an estimator that ignores the data (0-DP). For
-    ``P' = (1 - lam) P + lam u 1^T`` the inequality ``P'[k,i] <= e^eps P'[k,i']`` holds as soon as
-    ``lam / (1 - lam) >= (P[k,i] - e^eps P[k,i']) / ((e^eps - 1) u_k)``; take the smallest such
-    ``lam`` over all violated inequalities (with a small safety factor).
+    ``H[k, i] = max_i' P[k, i'] exp(-eps dist(i, i'))`` (graph distance), computed by relaxing the
+    edges until nothing changes. It fills the entries a solver rounded to zero (the optimum has
+    entries as small as ``exp(-eps n_obs)``, far below any solver tolerance) with the smallest
+    values the DP inequalities allow.
     """
-    u = P.mean(axis=1)
-    excess = P[:, I] - np.exp(eps) * P[:, J]
+    H = P.copy()
+    shrink = np.exp(-eps)
+    for _ in range(P.shape[1] + 1):
+        changed = False
+        for src, dst in zip(np.concatenate([I, I[::-1]]), np.concatenate([J, J[::-1]])):
+            floor = shrink * H[:, src]
+            mask = H[:, dst] < floor
+            if np.any(mask):
+                H[mask, dst] = floor[mask]
+                changed = True
+        if not changed:
+            return H
+    return H
+
+
+def _repair(P: NDArray[np.float64], eps: float, I: NDArray[np.int64], J: NDArray[np.int64]) -> tuple[NDArray[np.float64], float, float]:
+    """Turn a slightly infeasible LP answer into an exactly eps-DP estimator close to it.
+
+    Step 1: raise the entries to the DP upper envelope (:func:`_upper_envelope`) and renormalise
+    the columns; the envelope's rows are DP, the renormalisation breaks the inequalities by at
+    most the relative column excess ``delta``. Step 2: mix with the average column ``u`` (an
+    estimator that ignores the data, hence 0-DP): ``P' = (1 - lam) P + lam u 1^T`` satisfies
+    ``P'[k,i] <= e^eps P'[k,i']`` as soon as
+    ``lam / (1 - lam) >= (P[k,i] - e^eps P[k,i']) / ((e^eps - 1) u_k)``; take the smallest such
+    ``lam`` (with a 1 % safety factor). Returns ``(P', lam, delta)``.
+    """
+    H = _upper_envelope(P, eps, I, J)
+    col = H.sum(axis=0)
+    delta = float(col.max() - 1.0)
+    H = H / col[None, :]
+    u = H.mean(axis=1)
+    excess = H[:, I] - np.exp(eps) * H[:, J]
     bad = excess > 0
     if not np.any(bad):
-        return P, 0.0
+        return H, 0.0, delta
     uk = np.broadcast_to(u[:, None], excess.shape)[bad]
     ratio = excess[bad] / (np.expm1(eps) * uk)
     lam = float(np.max(ratio / (1.0 + ratio)))
-    lam = min(1.0, lam * 1.01 + 1e-300)
-    return (1.0 - lam) * P + lam * u[:, None], lam
+    lam = min(1.0, lam * 1.01)
+    return (1.0 - lam) * H + lam * u[:, None], lam, delta
 
 
 def private_bayes_lp(
@@ -314,6 +350,7 @@ def private_bayes_lp(
     solver: str | None = None,
     estimates: ArrayLike | None = None,
     require_dp: bool = True,
+    solver_options: dict[str, Any] | None = None,
 ) -> UbappSolution:
     """Optimal eps-DP randomised Bayes estimator of a finite problem: the LP (11) of the paper.
 
@@ -322,10 +359,13 @@ def private_bayes_lp(
     eq. (11), Algorithm 1 steps 2-5), with CVXPY.
 
     Privacy: the returned ``P`` is eps-DP for the given neighbour relation; this is verified in
-    log space to relative tolerance ``DP_RTOL`` after solving. If the solver's answer breaks an
-    inequality by more than that, it is repaired by mixing with the data-independent average
-    column (weight ``repair_weight``, at most ``MAX_REPAIR_WEIGHT``; the risk reported is that of
-    the repaired ``P``); a larger violation raises :class:`PrivacyCheckError`.
+    log space to relative tolerance ``DP_RTOL`` after solving. The optimum has entries as small
+    as ``exp(-eps * diameter)``, which no solver resolves (they come back as 0 or noise of the
+    size of the solver tolerance), so the answer is then repaired (see ``_repair``): entries are
+    raised to the smallest values the DP inequalities allow and the result is mixed with a
+    data-independent column with weight ``repair_weight``. Both changes must stay below
+    ``MAX_REPAIR_WEIGHT`` or :class:`PrivacyCheckError` is raised; the reported risk is that of the
+    repaired ``P`` (``info["risk_before_repair"]`` keeps the solver's).
 
     Parameters
     ----------
@@ -347,6 +387,8 @@ def private_bayes_lp(
         ``True`` (default): verify, repair or raise as described above. ``False`` is for
         diagnostics and benchmarks only: the solver's answer is returned as it is (clipped at 0,
         columns renormalised) with its measured ``privacy_loss`` and ``info["dp_verified"] = False``.
+    solver_options : dict, optional
+        Passed to ``cvxpy.Problem.solve`` (on top of the tightened defaults in ``_DEFAULT_OPTIONS``).
 
     Returns
     -------
@@ -371,7 +413,9 @@ def private_bayes_lp(
         constraints.append(P_var[:, I] <= np.exp(eps) * P_var[:, J])
     problem = cp.Problem(cp.Minimize(cp.sum(cp.multiply(C / scale, P_var))), constraints)
     t0 = time.perf_counter()
-    problem.solve(solver=solver)
+    options = dict(_DEFAULT_OPTIONS.get(solver, {}))
+    options.update(solver_options or {})
+    problem.solve(solver=solver, **options)
     seconds = time.perf_counter() - t0
     if problem.status not in ("optimal", "optimal_inaccurate") or P_var.value is None:
         raise RuntimeError(f"LP solver {solver} failed: status {problem.status}")
@@ -379,7 +423,7 @@ def private_bayes_lp(
     P = np.clip(np.asarray(P_var.value, dtype=float), 0.0, None)
     P /= P.sum(axis=0, keepdims=True)
     risk_raw = float(np.sum(C * P))
-    lam = 0.0
+    lam, delta = 0.0, 0.0
     if not require_dp:
         log_P = _safe_log(P)
         return UbappSolution(
@@ -388,11 +432,11 @@ def private_bayes_lp(
             info={"status": problem.status, "dp_verified": False, "solver_objective": float(problem.value) * scale},
         )
     if I.size and dp_log_violation(_safe_log(P), eps, nb) > np.log1p(DP_RTOL):
-        P, lam = _repair(P, eps, I, J)
-        if lam > MAX_REPAIR_WEIGHT:
+        P, lam, delta = _repair(P, eps, I, J)
+        if lam > MAX_REPAIR_WEIGHT or delta > MAX_REPAIR_WEIGHT:
             raise PrivacyCheckError(
                 f"LP solver {solver} returned a solution that breaks the DP inequalities; repairing it needs "
-                f"a mixture weight {lam:.3g} > {MAX_REPAIR_WEIGHT:g}. Use solver='HIGHS'."
+                f"a mixture weight {lam:.3g} and adds mass {delta:.3g} (limit {MAX_REPAIR_WEIGHT:g}). Use solver='HIGHS'."
             )
     log_P = _safe_log(P)
     loss_eps = _require_dp(log_P, eps, nb, f"LP solver {solver}") if I.size else 0.0
@@ -406,7 +450,7 @@ def private_bayes_lp(
         privacy_loss=loss_eps,
         repair_weight=lam,
         log_P=log_P,
-        info={"status": problem.status, "dp_verified": True, "risk_before_repair": risk_raw, "solver_objective": float(problem.value) * scale},
+        info={"status": problem.status, "dp_verified": True, "risk_before_repair": risk_raw, "envelope_mass": delta, "solver_objective": float(problem.value) * scale},
     )
 
 
@@ -493,6 +537,7 @@ def ubapp_lp(
     prior: ArrayLike | None = None,
     solver: str | None = None,
     loss: str = "squared",
+    require_dp: bool = True,
 ) -> UbappSolution:
     """UBaPP for the paper's Bernoulli example by the LP (11) (paper Sections 5.1 and 5.3).
 
@@ -509,7 +554,8 @@ def ubapp_lp(
 
     pi = uniform_prior(theta) if prior is None else np.asarray(prior, dtype=float)
     return private_bayes_lp(
-        loss_matrix(loss, theta), binomial_likelihood(K, theta), pi, eps, chain_neighbours(K + 1), solver=solver, estimates=theta
+        loss_matrix(loss, theta), binomial_likelihood(K, theta), pi, eps, chain_neighbours(K + 1), solver=solver, estimates=theta,
+        require_dp=require_dp,
     )
 
 
