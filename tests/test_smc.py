@@ -126,3 +126,22 @@ def test_bad_input_is_rejected():
         smc.smc_latent(x, 1.0, rng, ab=(-1, 1), noise=np.ones(3))
     with pytest.raises(ValueError, match="x must be a non-empty 1-D array"):
         smc.smc_latent([], 1.0, rng, ab=(-1, 1))
+
+
+def test_realised_fisher_information_adds_up():
+    F1 = truncation.fisher_information_normal(50.0, 3.0, 40.0, 60.0, 2.0)
+    F = smc.realised_fisher_information(np.full(7, 40.0), np.full(7, 60.0), 50.0, 3.0, 2.0)
+    np.testing.assert_allclose(F, 7 * F1)
+    np.testing.assert_allclose(smc.cramer_rao_sd(np.diag([4.0, 0.25])), [0.5, 2.0])
+    with pytest.raises(ValueError, match="2 x 2"):
+        smc.cramer_rao_sd(np.eye(3))
+
+
+def test_county_income_loader():
+    from dpbayes import datasets
+
+    income = datasets.county_income(1996)
+    assert income.size == 2197 and np.all(income > 0)
+    assert 12.0 < income.mean() < 13.0  # thousand dollars
+    with pytest.raises(ValueError, match="year must be an integer in"):
+        datasets.county_income(2016)
