@@ -251,22 +251,32 @@ def exact_privacy_loss(
 
 
 def _worst_log_ratio(logM: NDArray[np.float64], pairs: NDArray[np.intp]) -> tuple[float, int, int, int]:
-    """``max over pairs (x, x') and columns o of logM[x, o] - logM[x', o]`` with the 0/0 rules."""
+    """``max over pairs (x, x') and columns o of logM[x, o] - logM[x', o]`` with the 0/0 rules.
+
+    Ties within floating-point round-off (relative 1e-12) go to the first pair and output in
+    order, so the reported maximiser does not depend on the last bits of the arithmetic.
+    """
     n_out = logM.shape[1]
     block = max(1, _BLOCK_ELEMENTS // n_out)
-    best = (-np.inf, int(pairs[0, 0]), int(pairs[0, 1]), 0)
-    for start in range(0, pairs.shape[0], block):
+
+    def losses(start: int) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
         p = pairs[start : start + block]
         num, den = logM[p[:, 0]], logM[p[:, 1]]
         with np.errstate(invalid="ignore"):
             loss = num - den  # -inf - (-inf) = nan: 0/0, ignored below
         loss[num == -np.inf] = -np.inf  # an impossible output under x carries no loss
-        flat = int(np.argmax(loss))
-        r, o = divmod(flat, n_out)
-        if loss[r, o] > best[0]:
-            best = (float(loss[r, o]), int(p[r, 0]), int(p[r, 1]), int(o))
-    # both directions of every pair are audited, so the maximum is >= 0 for distributions
-    return (max(best[0], 0.0), *best[1:])
+        return p, loss
+
+    top = max(float(np.max(losses(start)[1])) for start in range(0, pairs.shape[0], block))
+    tol = 0.0 if not np.isfinite(top) else 1e-12 * max(1.0, abs(top))
+    for start in range(0, pairs.shape[0], block):
+        p, loss = losses(start)
+        hits = np.flatnonzero(loss >= top - tol)
+        if hits.size:
+            r, o = divmod(int(hits[0]), n_out)
+            # both directions of every pair are audited, so the maximum is >= 0 for distributions
+            return max(top, 0.0), int(p[r, 0]), int(p[r, 1]), int(o)
+    raise AssertionError("unreachable: the maximum is attained somewhere")
 
 
 def density_privacy_loss(
@@ -907,7 +917,8 @@ def _audit_ubapp(eps: float, K: int, n_theta: int) -> list[AuditRow | _Pending]:
             else:
                 ex = exact_privacy_loss(sol.P, "adjacent", input_axis=1)
             PT = np.asarray(sol.P).T
-            st = (_matrix_sampler(PT), ex.x, ex.x_prime)
+            draw, values = _matrix_sampler(PT), np.asarray(sol.estimates)
+            st = (lambda y, g, s, draw=draw, values=values: values[draw(y, g, s)], ex.x, ex.x_prime)
             rows.append(_Pending(label, used, eps, eps, "exact", ex,
                              f"y={ex.x} vs y'={ex.x_prime}, estimate {sol.estimates[ex.output]:.4g}", st,
                              f"K={K}, {n_theta}-point grid; sampled from its matrix"))
