@@ -251,3 +251,12 @@ def test_bad_input_is_rejected_before_computation():
         tr.best_interval(1.0, score="trace")
     with pytest.raises(ValueError, match="grid must hold values a < 0"):
         tr.interval_scores(1.0, grid=[-1.0, 0.0])
+
+
+def test_fisher_information_normal_batches():
+    l = np.array([-1.0, -0.5, 0.2])
+    r = np.array([1.0, 1.5, 0.9])
+    batch = tr.fisher_information_normal(0.1, 1.2, l, r, 3.0)
+    assert batch.shape == (3, 2, 2)
+    for i in range(3):
+        assert np.allclose(batch[i], tr.fisher_information_normal(0.1, 1.2, l[i], r[i], 3.0), rtol=1e-9, atol=1e-13)

@@ -157,16 +157,16 @@ def log_density_privatised_given_x(y: ArrayLike, x: ArrayLike, l: ArrayLike, r: 
 # --------------------------------------------------------------------------------------------
 # exact likelihood of a normal population
 # --------------------------------------------------------------------------------------------
-def _log_phi_mills(w: FloatArray) -> FloatArray:
-    """``g(w) = log Phi(w) + w^2 / 2``, computed without overflow or cancellation.
+def _log_ndtr(x: FloatArray) -> FloatArray:
+    """``log Phi(x)`` via one scaled complementary error function (faster than ``log_ndtr``).
 
-    For ``w <= 0`` it is ``log(erfcx(-w/sqrt 2) / 2)`` (the scaled complementary error function
-    stays O(1/|w|)); for ``w > 0`` ``log Phi(w)`` is close to 0 and adding ``w^2/2`` is exact enough.
+    With ``E = erfcx(|x|/sqrt 2)``: ``Phi(x) = E exp(-x^2/2)/2`` for ``x < 0`` and
+    ``1 - E exp(-x^2/2)/2`` for ``x >= 0``; both branches are accurate to rounding.
     """
-    w = np.asarray(w, dtype=float)
-    neg = np.minimum(w, 0.0)
-    pos = np.maximum(w, 0.0)
-    return np.where(w <= 0, np.log(0.5 * special.erfcx(-neg / _SQRT2)), special.log_ndtr(pos) + 0.5 * pos * pos)
+    e = special.erfcx(np.abs(x) / _SQRT2)
+    half_sq = 0.5 * x * x
+    with np.errstate(over="ignore"):
+        return np.where(x < 0, np.log(0.5 * e) - half_sq, np.log1p(-0.5 * e * np.exp(-half_sq)))
 
 
 def _log1mexp(x: FloatArray) -> FloatArray:
@@ -180,32 +180,29 @@ def _log_tilted_normal_mass(lo: FloatArray, hi: FloatArray, d: FloatArray, z: Fl
     """``log int_lo^hi phi(t) exp(-z (d - t)) dt`` for ``lo <= hi <= d`` and ``z > 0``.
 
     Completing the square, ``phi(t) e^{z t} = phi(t - z) e^{z^2/2}``, so the integral is
-    ``exp(z^2/2 - z d) [Phi(hi - z) - Phi(lo - z)]``. The factor ``exp(z^2/2)`` overflows for
-    narrow intervals (large ``z``) while the ``Phi`` underflow, so three cases are combined
-    (with ``w_lo = lo - z <= w_hi = hi - z``):
+    ``exp(z^2/2 - z d) [Phi(w_hi) - Phi(w_lo)]`` with ``w = t - z`` at the two ends. The factor
+    ``exp(z^2/2)`` overflows for narrow intervals (large ``z``) while the ``Phi`` underflow, so
+    with ``E(w) = erfcx(|w|/sqrt 2)`` (``Phi(-|w|) = E exp(-w^2/2)/2``) three cases are combined,
+    each free of cancellation:
 
-    * ``w_hi <= 0`` (both in the lower tail): with ``log Phi(w) = g(w) - w^2/2``
-      (:func:`_log_phi_mills`) the huge terms cancel analytically,
-      ``log Phi(w_hi) + z^2/2 - z d = g(w_hi) - hi^2/2 - z (d - hi)``, and the ratio
-      ``Phi(w_lo)/Phi(w_hi)`` has log ``g(w_lo) - g(w_hi) + (hi - lo)(hi + lo - 2z)/2`` (a product,
-      no cancellation);
-    * ``w_lo >= 0`` (both in the upper tail): ``Phi(w_hi) - Phi(w_lo) = Phi(-w_lo) - Phi(-w_hi)``;
-    * otherwise ``Phi(w_hi) >= 1/2`` and the plain difference is accurate.
-
-    In the last two cases ``z^2/2 - z d`` is formed as ``z (z/2 - d)`` with ``d >= hi > z``.
+    * ``w_hi <= 0`` (both ends in the lower tail): the huge terms cancel analytically,
+      ``log = log(E_hi/2) - hi^2/2 - z (d - hi) + log(1 - R)`` with
+      ``log R = log E_lo - log E_hi + (hi - lo)(hi + lo - 2 z)/2`` (a product);
+    * ``w_lo >= 0`` (both in the upper tail, mirror image):
+      ``log = log(E_lo/2) - lo^2/2 - z (d - lo) + log(1 - R')`` with
+      ``log R' = log E_hi - log E_lo - (hi - lo)(hi + lo - 2 z)/2``;
+    * ``w_lo < 0 < w_hi``: ``Phi(w_hi) - Phi(w_lo) = (erf(w_hi/sqrt 2) + erf(-w_lo/sqrt 2))/2``,
+      a sum of positive terms, times ``exp(z (z/2 - d))`` (here ``d >= hi > z``).
     """
     w_lo = lo - z
     w_hi = hi - z
-    # lower-tail case
-    g_hi = _log_phi_mills(np.minimum(w_hi, 0.0))
-    log_ratio = _log_phi_mills(np.minimum(w_lo, 0.0)) - g_hi + 0.5 * (hi - lo) * (hi + lo - 2.0 * z)
-    lower = g_hi - 0.5 * hi * hi - z * (d - hi) + _log1mexp(log_ratio)
-    # upper-tail and straddling cases
-    ln_hi, ln_lo = special.log_ndtr(w_hi), special.log_ndtr(w_lo)
-    ln_mlo, ln_mhi = special.log_ndtr(-w_lo), special.log_ndtr(-w_hi)
-    log_diff = np.where(w_lo >= 0, ln_mlo + _log1mexp(ln_mhi - ln_mlo), ln_hi + _log1mexp(ln_lo - ln_hi))
-    upper = log_diff + z * (0.5 * z - d)
-    return np.where(w_hi <= 0, lower, upper)
+    log_e_lo = np.log(special.erfcx(np.abs(w_lo) / _SQRT2))
+    log_e_hi = np.log(special.erfcx(np.abs(w_hi) / _SQRT2))
+    spread = 0.5 * (hi - lo) * (hi + lo - 2.0 * z)
+    lower = log_e_hi - np.log(2.0) - 0.5 * hi * hi - z * (d - hi) + _log1mexp(log_e_lo - log_e_hi + spread)
+    upper = log_e_lo - np.log(2.0) - 0.5 * lo * lo - z * (d - lo) + _log1mexp(log_e_hi - log_e_lo - spread)
+    straddle = np.log(0.5 * (special.erf(w_hi / _SQRT2) - special.erf(w_lo / _SQRT2))) + z * (0.5 * z - d)
+    return np.where(w_hi <= 0, lower, np.where(w_lo >= 0, upper, straddle))
 
 
 def loglik_privatised_normal(
@@ -224,7 +221,7 @@ def loglik_privatised_normal(
 
     and the integral splits at ``t = d`` into two exponentially tilted normal masses with closed
     forms in ``Phi`` (:func:`_log_tilted_normal_mass`; the part with ``t > d`` is the mirror image
-    ``t -> -t``). Everything is combined in log space with ``logsumexp``, so extreme ``y``,
+    ``t -> -t``). Everything is combined in log space (log-sum-exp), so extreme ``y``,
     extreme ``mu`` and very narrow intervals (``z`` up to ~1e8) stay finite and accurate. For
     ``y`` outside ``[l, r]`` the density is exactly ``p(clip(y)) exp(-dist(y, [l, r])/beta)``,
     which the formula reproduces (log-linear tails).
@@ -262,14 +259,16 @@ def _loglik(y: FloatArray, mu: FloatArray, sigma: FloatArray, l: FloatArray, r: 
     rho = (r - mu) / sigma
     d = (y - mu) / sigma
     dc = np.clip(d, alpha, rho)  # standardised clip(y, l, r)
-    log_atom_l = special.log_ndtr(alpha) - np.abs(y - l) / beta
-    log_atom_r = special.log_ndtr(-rho) - np.abs(y - r) / beta
+    log_atom_l = _log_ndtr(alpha) - np.abs(y - l) / beta
+    log_atom_r = _log_ndtr(-rho) - np.abs(y - r) / beta
     with np.errstate(divide="ignore", invalid="ignore"):
-        # t in [alpha, min(d, rho)]  and  t in [max(d, alpha), rho] (mirrored)
+        # t in [alpha, min(d, rho)]  and  t in [max(d, alpha), rho] (mirrored t -> -t)
         log_below = _log_tilted_normal_mass(alpha, dc, d, z)
         log_above = _log_tilted_normal_mass(-rho, -dc, -d, z)
-    terms = np.stack([log_atom_l, log_atom_r, log_below, log_above])
-    return special.logsumexp(terms, axis=0) - np.log(2.0 * beta)
+        # log-sum-exp of the four terms; the atoms' terms are always finite
+        top = np.maximum(np.maximum(log_atom_l, log_atom_r), np.maximum(log_below, log_above))
+        total = np.exp(log_atom_l - top) + np.exp(log_atom_r - top) + np.exp(log_below - top) + np.exp(log_above - top)
+    return top + np.log(total) - np.log(2.0 * beta)
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,11 +314,13 @@ def _panel_edges(eps_max: float, sigma_over_width: float) -> FloatArray:
 
     Inside ``[l, r]`` the density has two kinds of structure: the Laplace images of the atoms at
     ``l`` and ``r`` decay on the noise scale ``beta = width / eps`` (``1/eps`` here), and the
-    normal part varies on the scale ``sigma`` (``sigma/width`` here). Panels are uniform with
-    step ``min(1/8, sigma/(4 width), 1/(2 eps))`` but at most 400 of them; if ``1/eps`` is
-    smaller than that step, geometric panels of widths ``1/(4 eps) * 2^k`` grade both ends.
+    normal part varies on the scale ``sigma`` (``sigma/width`` here); the integrand is analytic
+    in between. A 16-point Gauss-Legendre panel integrates ``exp(-t/beta)`` over a width of
+    ``2 beta``, or a normal density over a width ``sigma``, to ~1e-15, so panels are uniform with
+    step ``min(1/4, sigma/width, 2/eps)`` (at most 400 of them); if ``1/(4 eps)`` is smaller than
+    that step, geometric panels of widths ``1/(4 eps) * 2^k`` grade both ends.
     """
-    step = min(0.125, 0.25 * sigma_over_width, 0.5 / eps_max)
+    step = min(0.25, sigma_over_width, 2.0 / eps_max)
     n_uniform = int(np.ceil(1.0 / max(step, 1.0 / 400)))
     edges = [np.linspace(0.0, 1.0, n_uniform + 1)]
     uniform_step = 1.0 / n_uniform
@@ -364,7 +365,7 @@ def _fisher_exact(
 
 
 def fisher_information_normal(
-    mu: float, sigma: float, l: float, r: float, eps: float, *, noise_scale_factor: float = 1.0
+    mu: ArrayLike, sigma: ArrayLike, l: ArrayLike, r: ArrayLike, eps: float, *, noise_scale_factor: float = 1.0
 ) -> FloatArray:
     """Exact Fisher information of one observation ``Y`` about ``(mu, sigma)`` at fixed ``[l, r]``.
 
@@ -376,17 +377,28 @@ def fisher_information_normal(
     scale ``k (r - l)/eps`` but the score is that of the model with scale ``(r - l)/eps`` — the
     quantity the author's code estimates (``k = 1/sqrt 2``); it is *not* a Fisher information then.
 
+    Parameters
+    ----------
+    mu, sigma, l, r : array_like
+        Broadcast to a batch shape ``S`` (e.g. one interval per time step); ``sigma > 0``, ``r > l``.
+    eps : float
+        Privacy parameter, ``> 0``.
+
     Returns
     -------
-    ndarray, shape (2, 2)
-        Index 0 is ``mu``, index 1 is ``sigma`` (standard deviation).
+    ndarray, shape ``S + (2, 2)``
+        Index 0 is ``mu``, index 1 is ``sigma`` (standard deviation); ``(2, 2)`` for scalars.
     """
-    mu_f = float(_finite("mu", mu))
-    sigma_f = check_positive("sigma", sigma)
+    mu_arr = _finite("mu", mu)
+    sigma_arr = check_positive("sigma", sigma)
     l_arr, r_arr = _interval(l, r)
     eps_f = check_positive("eps", eps)
+    if np.ndim(eps_f) != 0:
+        raise ValueError("eps must be a scalar here")
     k = check_positive("noise_scale_factor", noise_scale_factor)
-    return _fisher_exact(mu_f, sigma_f, float(l_arr), float(r_arr), eps_f, k)
+    if np.ndim(k) != 0:
+        raise ValueError("noise_scale_factor must be a scalar")
+    return _fisher_exact(mu_arr, sigma_arr, l_arr, r_arr, eps_f, k)
 
 
 def fisher_information_mc(
