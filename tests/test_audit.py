@@ -290,6 +290,10 @@ def test_every_book_mechanism_meets_its_claim_exactly(eps, n, K):
         if r.claims_dp:
             assert r.audited_eps <= r.claimed_eps + A.CLAIM_ATOL, r
         assert r.verdict != "VIOLATED", r
+    # the paper's own noise scale (r - l)/(eps sqrt 2) is flagged, with loss sqrt(2) eps
+    (author,) = [r for r in rows if "author's noise scale" in r.mechanism]
+    assert author.audited_eps == pytest.approx(np.sqrt(2) * eps, rel=1e-9)
+    assert author.verdict == "not eps-DP as calibrated" and not author.claims_dp
 
 
 @pytest.mark.slow
