@@ -188,3 +188,36 @@ def test_bad_input_is_rejected():
         pr.sample_release("EHD", (1, 2), 1.0, (1, 1), 3, 3)
     with pytest.raises(ValueError, match="prior must be > 0"):
         se.global_sensitivity(4, (0.0, 1.0))
+
+
+# -- the notes' statements -------------------------------------------------------------------------
+def test_window_half_widths_readings():
+    d = np.array([0.9, 0.5, 0.2, 0.0, 0.3, 0.6, 0.95])
+    # x = 3, t = 0.55: candidates 1..4 are inside; symmetric window 1 (x+2 = 5 is outside), one-sided 2
+    assert pr.window_half_widths(d, 3, 0.55) == (1, 2)
+    assert pr.window_half_widths(d, 3, 0.1) == (0, 0)
+
+
+def test_good_set_rows_agree_with_single_data_set_functions():
+    n, eps, prior = 12, 0.8, (0.5, 2.0)
+    g = pr.good_set_rows(n, eps, prior, ("LSHist", "EHD"))
+    for x in (0, 5, 12):
+        assert g["good_EHD"][x] == pytest.approx(pr.good_set_probability("EHD", (x, n - x), eps, prior), abs=1e-12)
+        assert g["elap"][x] == pytest.approx(pr.error_quantile("LSHist", (x, n - x), eps, prior, math.exp(-eps)), abs=1e-12)
+
+
+def test_theorem_2_5_rows_several_factors_equal_single():
+    many = pr.theorem_2_5_rows(10, 1.0, (1, 1), [1.0, 2.0])
+    one = pr.theorem_2_5_rows(10, 1.0, (1, 1), 2.0)
+    for key in one:
+        np.testing.assert_array_equal(many[1][key], one[key])
+    # The symmetric-window Laplace bound of Thm 2.5 holds (exact probabilities).
+    assert np.all(one["p_LSHist"] >= one["lap_lower"] - 1e-12)
+
+
+def test_notes_thresholds():
+    c = 2 * se.NOTES_GLOBAL_SENSITIVITY
+    assert pr.notes_good_set_threshold(1.0) == pytest.approx(3 * math.exp(1 / c) / (1 - math.exp(-1)))
+    assert pr.notes_window_threshold(1.0, 0) == math.inf
+    n0, pa, pb = pr.crossover_n(1.0, (1, 1), 0.5, 30)
+    assert 1 <= n0 <= 31 and np.all(pa[n0 - 1 :] > pb[n0 - 1 :])

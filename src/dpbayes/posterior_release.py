@@ -30,6 +30,7 @@ reproduced as written.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -65,6 +66,18 @@ __all__ = [
     "good_set_probability",
     "within_probability",
     "error_quantile",
+    "sample_errors",
+    "off_candidate_probability",
+    "binary_distance_matrix",
+    "window_half_widths",
+    "theorem_2_5_rows",
+    "good_set_rows",
+    "laplace_window_bound",
+    "notes_good_set_threshold",
+    "notes_window_threshold",
+    "crossover_n",
+    "crossover_n_all_x",
+    "theorem_2_3_rows",
 ]
 
 LAPLACE_MECHANISMS = ("LSDim", "LSHist")
@@ -344,6 +357,32 @@ def error_quantile(mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLi
     return float(errors[order][min(idx, len(order) - 1)])
 
 
+def sample_errors(
+    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike, rng: np.random.Generator, size: int
+) -> NDArray[np.float64]:
+    """Hellinger errors ``H(DirP(x), Dir(prior + c~))`` of ``size`` sampled releases (Monte Carlo)."""
+    alpha = check_prior(prior)
+    c = _check_counts(counts, alpha)
+    released = sample_release(mechanism, c, eps, alpha, rng, size)
+    return np.asarray(hellinger_dirichlet(alpha + c, alpha + released))
+
+
+def off_candidate_probability(mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike) -> float:
+    """Exact probability that the release is not in ``R_alpha`` (released counts do not sum to ``n``).
+
+    Zero for the exponential mechanisms and for ``k = 2``; positive for ``LSDim``/``LSHist`` with
+    ``k >= 3`` because notes Alg. 1-2 clamp the last coordinate instead of projecting.
+    """
+    _check_mechanism(mechanism)
+    alpha = check_prior(prior)
+    c = _check_counts(counts, alpha)
+    if mechanism in EXPONENTIAL_MECHANISMS or alpha.size == 2:
+        return 0.0  # these always release a member of R_alpha
+    released, logp = release_log_distribution(mechanism, c, eps, alpha)
+    off = released.sum(axis=1) != c.sum()
+    return float(np.exp(logp[off]).sum()) if np.any(off) else 0.0
+
+
 def binary_local_sensitivities(n: int, prior: ArrayLike) -> NDArray[np.float64]:
     """``LS(x)`` for ``x = 0..n`` ones (binary convenience wrapper)."""
     return local_sensitivity_all(n, check_prior(prior, 2))[1]
@@ -384,7 +423,7 @@ def window_half_widths(distances: NDArray[np.float64], x: int, t: float) -> tupl
     return k_sym, k_one
 
 
-def theorem_2_5_rows(n: int, eps: float, prior: ArrayLike, t_factor: float) -> dict[str, NDArray[np.float64]]:
+def theorem_2_5_rows(n: int, eps: float, prior: ArrayLike, t_factor: float | list[float]) -> Any:
     """Every quantity of notes Thm 2.5 for all data sets ``x = 0..n`` with ``t = t_factor * LS(x)``.
 
     Keys: ``x``, ``t``, ``k_sym``, ``k_one``, the exact probabilities ``P[H < t]`` of ``LSHist``,
@@ -394,17 +433,24 @@ def theorem_2_5_rows(n: int, eps: float, prior: ArrayLike, t_factor: float) -> d
     ``ehdl_upper = (2k + 1)/(n exp(-eps/(2 LS)))`` (all with the symmetric ``k``).
     """
     eps = check_positive("eps", eps)
-    t_factor = check_positive("t_factor", t_factor)
+    factors = np.atleast_1d(check_positive("t_factor", t_factor))
     alpha = check_prior(prior, 2)
     dist = binary_distance_matrix(n, alpha)
     _, ls = local_sensitivity_all(n, alpha)
+    mats = {mech: np.exp(exact_log_output_distribution(mech, n, eps, alpha)) for mech in ("LSHist", "EHD", "EHD-notes", "EHDL")}
+    results = [_theorem_2_5_one(n, eps, dist, ls, mats, float(f)) for f in factors]
+    return results if np.ndim(t_factor) else results[0]
+
+
+def _theorem_2_5_one(
+    n: int, eps: float, dist: NDArray[np.float64], ls: NDArray[np.float64], mats: dict[str, NDArray[np.float64]], t_factor: float
+) -> dict[str, NDArray[np.float64]]:
     t = np.minimum(t_factor * ls, 1.0)
     inside = dist < t[:, None]
-    out: dict[str, NDArray[np.float64]] = {"x": np.arange(n + 1, dtype=float), "t": t, "ls": ls}
+    out: dict[str, NDArray[np.float64]] = {"x": np.arange(n + 1, dtype=float), "t": t, "ls": np.asarray(ls)}
     ks = np.array([window_half_widths(dist[x], x, t[x]) for x in range(n + 1)], dtype=float)
     out["k_sym"], out["k_one"] = ks[:, 0], ks[:, 1]
-    for mech in ("LSHist", "EHD", "EHD-notes", "EHDL"):
-        P = np.exp(exact_log_output_distribution(mech, n, eps, alpha))
+    for mech, P in mats.items():
         out["p_" + mech] = np.where(inside, P, 0.0).sum(axis=1)
     k = out["k_sym"]
     out["lap_lower"] = 1.0 - np.exp(-k * eps)
@@ -482,3 +528,38 @@ def crossover_n(
     behind = np.flatnonzero(~(pa > pb))
     n0 = int(behind[-1]) + 2 if behind.size else 1
     return n0, pa, pb
+
+
+def theorem_2_3_rows(n: int, eps: float, prior: ArrayLike, gamma: float) -> dict[str, NDArray[np.float64]]:
+    """Quantities of notes Thm 2.3 made precise, for all binary data sets ``x = 0..n``.
+
+    With ``K = ceil(ln(1/gamma)/eps)``, ``LSHist``'s floored noise lies in ``[-K, K]`` with probability
+    ``1 - e^(-K eps)/2 - e^(-(K+1) eps)/2 >= 1 - gamma``, so the ``(1 - gamma)``-quantile error
+    ``t_gamma(x)`` is at most ``M_K(x) = max_{|k| <= K} H(DirP(x), DirP(x + k))``. Returns ``t``
+    (= ``t_gamma``), ``M`` (= ``M_K``), ``ls`` and ``K`` so that ``t <= M`` and ``M <= C K LS`` can be checked.
+    """
+    gamma = check_probability("gamma", gamma, open_interval=True)
+    eps = check_positive("eps", eps)
+    alpha = check_prior(prior, 2)
+    K = max(1, math.ceil(math.log(1.0 / gamma) / eps))
+    dist = binary_distance_matrix(n, alpha)
+    _, ls = local_sensitivity_all(n, alpha)
+    P = np.exp(exact_log_output_distribution("LSHist", n, eps, alpha))
+    order = np.argsort(dist, axis=1, kind="stable")
+    cum = np.cumsum(np.take_along_axis(P, order, axis=1), axis=1)
+    first = np.argmax(cum >= (1 - gamma) * (1 - 1e-12), axis=1)
+    t = np.take_along_axis(np.take_along_axis(dist, order, axis=1), first[:, None], axis=1)[:, 0]
+    M = np.array([laplace_window_bound(dist[x], x, K) for x in range(n + 1)])
+    return {"x": np.arange(n + 1, dtype=float), "t": t, "M": M, "ls": ls, "K": np.full(n + 1, float(K))}
+
+
+def crossover_n_all_x(eps: float, prior: ArrayLike, n_max: int, mechanism_b: str = "EHD-notes") -> tuple[int, NDArray[np.float64]]:
+    """Smallest ``n0`` such that ``P[LSHist(x) in R_g] > P[B(x) in R_g]`` for **every** data set of every
+    size ``n0 <= n <= n_max``. Also returns ``min_x (P_LSHist - P_B)`` for ``n = 1..n_max``."""
+    n_max = check_int("n_max", n_max, minimum=1, maximum=3000)
+    margin = np.empty(n_max)
+    for n in range(1, n_max + 1):
+        g = good_set_rows(n, eps, prior, ("LSHist", mechanism_b))
+        margin[n - 1] = float(np.min(g["good_LSHist"] - g["good_" + mechanism_b]))
+    behind = np.flatnonzero(~(margin > 0))
+    return (int(behind[-1]) + 2 if behind.size else 1), margin

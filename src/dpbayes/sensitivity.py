@@ -19,6 +19,7 @@ Sensitivities (all *computed* by enumeration, never assumed):
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from itertools import combinations
 
 import numpy as np
@@ -136,14 +137,26 @@ def local_sensitivity_all(n: int, prior: ArrayLike) -> tuple[NDArray[np.int64], 
     ls : ndarray, shape (m,)
     """
     alpha = check_prior(prior)
+    n = check_int("n", n, minimum=1)
+    return _local_sensitivity_all_cached(n, tuple(float(v) for v in alpha))
+
+
+@lru_cache(maxsize=64)
+def _local_sensitivity_all_cached(n: int, prior: tuple[float, ...]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    # Cached because every exponential mechanism, the good set and the smooth sensitivity need the
+    # same table; the arrays are made read-only so that no caller can corrupt the cache.
+    alpha = np.asarray(prior)
     counts = candidate_counts(n, alpha.size)
     if alpha.size == 2:
         nb = neighbour_distances_binary(n, alpha)
         ls = np.zeros(n + 1)
         ls[:-1] = nb  # neighbour x + 1
         ls[1:] = np.maximum(ls[1:], nb)  # neighbour x - 1
-        return counts, ls
-    return counts, _neighbour_distance_matrix(counts, alpha)
+    else:
+        ls = _neighbour_distance_matrix(counts, alpha)
+    counts.setflags(write=False)
+    ls.setflags(write=False)
+    return counts, ls
 
 
 def local_sensitivity(counts: ArrayLike, prior: ArrayLike) -> float:
