@@ -412,6 +412,7 @@ def fisher_information_mc(
     noise_scale_factor: float = 1.0,
     x_obs: ArrayLike | None = None,
     v_obs: ArrayLike | None = None,
+    estimate_is_bias: bool = True,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The paper's Monte-Carlo Fisher information for base N(0, 1): eq. (7) with Algorithm 5.
 
@@ -435,7 +436,8 @@ def fisher_information_mc(
         Estimated bias from the importance-sampling noise: ``E[s_hat s_hat^T] = s s^T + Cov(s_hat)``,
         so the estimator exceeds the Fisher information by about the average (delta-method)
         covariance of the score estimates, O(1/effective sample size). It matters for ``F[1, 1]``
-        on narrow intervals, where the true information about ``sigma`` is tiny.
+        on narrow intervals, where the true information about ``sigma`` is tiny. NaN when
+        ``estimate_is_bias=False`` (saves about a third of the time).
     """
     a_arr, b_arr = _interval(a, b)
     a_f, b_f = float(a_arr), float(b_arr)
@@ -456,22 +458,31 @@ def fisher_information_mc(
     y = np.clip(x_obs_arr, a_f, b_f) + k * beta * v_obs_arr
     chunk = max(1, 2_000_000 // n_is)  # bound memory to ~2e6 proposals at a time
     scores = np.empty((y.size, 2))
-    is_cov = np.zeros((2, 2))
+    is_cov = np.zeros((2, 2)) if estimate_is_bias else np.full((2, 2), np.nan)
     for start in range(0, y.size, chunk):
-        y_c = y[start : start + chunk]
-        x_p = rng.standard_normal((n_is, y_c.size))
-        log_w = -np.abs(y_c[None, :] - np.clip(x_p, a_f, b_f)) / beta
-        w = np.exp(log_w - log_w.max(axis=0, keepdims=True))
-        w /= w.sum(axis=0, keepdims=True)
-        h = (x_p, x_p * x_p - 1.0)  # grad log N(x; mu, sigma) at (0, 1): (x, x^2 - 1)
-        s_c = np.stack([np.sum(w * h[0], axis=0), np.sum(w * h[1], axis=0)], axis=-1)
-        scores[start : start + chunk] = s_c
-        # delta-method variance of the self-normalised estimate: sum_i w_i^2 (h_i - s)(h_i - s)^T
-        w2 = w * w
-        d0 = h[0] - s_c[:, 0]
-        d1 = h[1] - s_c[:, 1]
-        c01 = np.sum(w2 * d0 * d1)
-        is_cov += np.array([[np.sum(w2 * d0 * d0), c01], [c01, np.sum(w2 * d1 * d1)]])
+        y_c = y[start : start + chunk, None]
+        x_p = rng.standard_normal((y_c.size, n_is))  # one row of proposals per observation
+        # log weights -|y - T(x)|/beta, shifted by their supremum -dist(y, [a, b])/beta (no overflow)
+        w = np.clip(x_p, a_f, b_f)
+        w -= y_c
+        np.abs(w, out=w)
+        w -= np.maximum(np.maximum(a_f - y_c, y_c - b_f), 0.0)
+        w *= -1.0 / beta
+        np.exp(w, out=w)
+        w /= w.sum(axis=1, keepdims=True)
+        x_sq = x_p * x_p
+        # grad log N(x; mu, sigma) at (0, 1) is (x, x^2 - 1); weights sum to one
+        s_mu = np.einsum("ij,ij->i", w, x_p)
+        s_sigma = np.einsum("ij,ij->i", w, x_sq) - 1.0
+        scores[start : start + chunk, 0] = s_mu
+        scores[start : start + chunk, 1] = s_sigma
+        if estimate_is_bias:
+            # delta-method variance of the self-normalised estimate: sum_i w_i^2 (h_i - s)(h_i - s)^T
+            w *= w
+            d0 = x_p - s_mu[:, None]
+            d1 = x_sq - 1.0 - s_sigma[:, None]
+            c01 = np.einsum("ij,ij,ij->", w, d0, d1)
+            is_cov += np.array([[np.einsum("ij,ij,ij->", w, d0, d0), c01], [c01, np.einsum("ij,ij,ij->", w, d1, d1)]])
     outer = scores[:, :, None] * scores[:, None, :]
     return outer.mean(axis=0), outer.std(axis=0, ddof=1) / np.sqrt(y.size), is_cov / y.size
 
@@ -581,7 +592,8 @@ def interval_scores(
         F = np.stack(
             [
                 fisher_information_mc(
-                    a, -a, eps_f, rng, n_is=n_is, noise_scale_factor=k, x_obs=x_obs, v_obs=v_obs
+                    a, -a, eps_f, rng, n_is=n_is, noise_scale_factor=k, x_obs=x_obs, v_obs=v_obs,
+                    estimate_is_bias=False,
                 )[0]
                 for a in a_grid
             ]
