@@ -189,3 +189,21 @@ def test_geometric_median_beats_other_remaps():
     med = ct.geometric_mean_abs_error("median", n, p, eps)
     for other in ("naive", "clamped", "mean"):
         assert med <= ct.geometric_mean_abs_error(other, n, p, eps) + 1e-12
+
+
+@pytest.mark.parametrize("p,eps", [(0.3, 0.1), (0.3, 1.0), (0.05, 2.0)])
+def test_optimal_private_estimator_is_a_lower_bound_attained_by_geometric_median(p, eps):
+    """Ghosh et al. (2009): geometric mechanism + Bayes remap is optimal among eps-DP estimators."""
+    n = 20
+    lp = ct.optimal_private_estimator(n, p, eps).risk
+    geo = ct.geometric_mean_abs_error("median", n, p, eps)
+    assert geo == pytest.approx(lp, abs=1e-7)
+    for name in ("naive", "clamped", "mean", "median"):
+        assert lp <= ct.mean_abs_error(name, n, p, eps) + 1e-9
+
+
+def test_metrics_symmetric_in_p():
+    """C -> n - C maps Binomial(n, p) to Binomial(n, 1 - p); the metrics cannot change."""
+    for name in ("mean", "median"):
+        assert ct.mean_abs_error(name, 10, 0.2, 0.7) == pytest.approx(ct.mean_abs_error(name, 10, 0.8, 0.7), rel=1e-9)
+        assert ct.prob_lower_error(name, 10, 0.2, 0.7) == pytest.approx(ct.prob_lower_error(name, 10, 0.8, 0.7), rel=1e-9)

@@ -42,6 +42,7 @@ __all__ = [
     "prob_lower_error",
     "monte_carlo_metrics",
     "geometric_mean_abs_error",
+    "optimal_private_estimator",
     "ESTIMATORS",
     "MAX_N",
 ]
@@ -300,7 +301,7 @@ def marginal_density(y: ArrayLike, n: int, p: float, eps: float) -> NDArray[np.f
 # Section 4: error metrics, exactly
 # ---------------------------------------------------------------------------------------------
 
-_SUBDIV = 16  # sub-intervals per unit interval scanned for break points
+_SUBDIV = 8  # sub-intervals per unit interval scanned for break points (at least 2 eps)
 _GAUSS = np.polynomial.legendre.leggauss(8)
 _BISECT_STEPS = 52
 
@@ -314,19 +315,66 @@ def _labels(post: _Posterior, name: str, y: NDArray[np.float64], metric: str) ->
     return 3 * mid + np.sign(y - m).astype(np.int64)
 
 
+def _mean_turning_points(post: _Posterior) -> NDArray[np.float64]:
+    """Points of ``(j, j + 1)`` where the posterior mean has slope 1 (turning points of ``y - m``).
+
+    On ``[j, j + 1)`` the posterior mean is ``m_L + (m_R - m_L) s(2 eps y + log(B0 / A0))`` with
+    ``s`` the logistic function, ``m_L = A1 / A0`` and ``m_R = B1 / B0`` (left and right sums of
+    the module docstring), so ``m' = 1`` where ``s (1 - s) = 1 / (2 eps (m_R - m_L))``.
+    """
+    j = np.arange(post.n)
+    la0, la1 = post.log_left[0][j + 1], post.log_left[1][j + 1]
+    lb0, lb1 = post.log_right[0][j + 1], post.log_right[1][j + 1]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        spread = np.exp(lb1 - lb0) - np.exp(la1 - la0)
+        c = 1.0 / (2.0 * post.eps * spread)
+        root = np.sqrt(1.0 - 4.0 * c)
+        pts = []
+        for sig in ((1.0 - root) / 2.0, (1.0 + root) / 2.0):
+            logit = np.log(sig) - np.log1p(-sig)
+            pts.append((logit - lb0 + la0) / (2.0 * post.eps))
+    pts_arr = np.concatenate(pts)
+    seg = np.concatenate((j, j)).astype(float)
+    keep = np.isfinite(pts_arr) & (pts_arr > seg) & (pts_arr < seg + 1)
+    return pts_arr[keep]
+
+
 def _pieces(post: _Posterior, name: str, metric: str) -> NDArray[np.float64]:
     """Break points of the integrand on ``[0, n]``: a fine grid plus bisected label changes."""
-    grid = np.linspace(0.0, post.n, post.n * _SUBDIV + 1)
+    # features of the posterior have width ~1/eps: scan more finely for large eps
+    subdiv = int(min(64, max(_SUBDIV, np.ceil(2 * post.eps))))
+    grid = np.linspace(0.0, post.n, post.n * subdiv + 1)
     lab = _labels(post, name, grid, metric)
     change = np.nonzero(lab[1:] != lab[:-1])[0]
-    lo, hi = grid[change], grid[change + 1]
-    lab_lo = lab[change]
-    for _ in range(_BISECT_STEPS):
-        mid = 0.5 * (lo + hi)
-        same = _labels(post, name, mid, metric) == lab_lo
-        lo = np.where(same, mid, lo)
-        hi = np.where(same, hi, mid)
-    return np.unique(np.concatenate((grid, 0.5 * (lo + hi))))
+    start, end = grid[change], grid[change + 1]
+    lab_start, lab_end = lab[change], lab[change + 1]
+    found = [grid]
+    if name == "mean" and metric == "prob":
+        # y - m(y) need not be monotone; split at its turning points so that it changes sign at
+        # most once between grid points
+        turns = _mean_turning_points(post)
+        found.append(turns)
+        grid = np.unique(np.concatenate((grid, turns)))
+        lab = _labels(post, name, grid, metric)
+        change = np.nonzero(lab[1:] != lab[:-1])[0]
+        start, end = grid[change], grid[change + 1]
+        lab_start, lab_end = lab[change], lab[change + 1]
+    # A sub-interval may hold several changes (e.g. the midpoint crosses an integer and y - m
+    # changes sign): bisect for the first change, then repeat on the rest of the interval.
+    for _ in range(8):
+        if start.size == 0:
+            break
+        lo, hi = start.copy(), end.copy()
+        for _ in range(_BISECT_STEPS):
+            mid = 0.5 * (lo + hi)
+            same = _labels(post, name, mid, metric) == lab_start
+            lo = np.where(same, mid, lo)
+            hi = np.where(same, hi, mid)
+        found.append(0.5 * (lo + hi))
+        lab_hi = _labels(post, name, hi, metric)
+        more = (lab_hi != lab_end) & (hi < end)
+        start, end, lab_start, lab_end = hi[more], end[more], lab_hi[more], lab_end[more]
+    return np.unique(np.concatenate(found))
 
 
 def _integrand(post: _Posterior, name: str, y: NDArray[np.float64], metric: str) -> NDArray[np.float64]:
@@ -391,7 +439,7 @@ def mean_abs_error(estimator: str, n: int, p: float, eps: float) -> float:
     The expectation over the binomial count and the Laplace response is written as
     ``int f(y) E[|C - m(y)| | y] dy``. On ``[0, n]`` the integrand is split where it is not
     smooth (integers, and the points where ``m(y)`` crosses an integer, located by bisection)
-    and integrated by 8-point Gauss-Legendre on pieces of width ``<= 1/16``; outside ``[0, n]``
+    and integrated by 8-point Gauss-Legendre on pieces of width ``<= min(1/8, 1/(2 eps))``; outside ``[0, n]``
     the estimate is constant (or ``y`` itself for ``naive``) and the integral is closed form.
     For ``naive`` the result is ``1/eps`` (eq. (14)) up to quadrature error.
 
@@ -498,3 +546,33 @@ def geometric_mean_abs_error(estimator: str, n: int, p: float, eps: float) -> fl
         else:
             est = np.argmax(np.cumsum(post, axis=1) >= 0.5 - 1e-12, axis=1).astype(float)
     return float(np.sum(joint * np.abs(k[None, :] - est[:, None])))
+
+
+def optimal_private_estimator(n: int, p: float, eps: float, solver: str | None = None) -> Any:
+    """Best eps-DP randomised estimator of the count for absolute error: the LP of chapter 01.
+
+    The UBaPP linear program (:func:`dpbayes.ubapp.private_bayes_lp`) applied to the count
+    itself: parameter = observation = ``C`` in ``{0..n}`` with the ``Binomial(n, p)`` prior,
+    identity likelihood, neighbours ``c ~ c + 1``, estimates ``0..n``, loss ``|c - k|``. Its
+    ``.risk`` is a lower bound on ``E|C - estimate|`` for *every* eps-DP mechanism followed by
+    any estimator, the Laplace ones included: a real estimate can be clamped to ``[0, n]`` and
+    randomly rounded to a neighbouring integer without changing ``E|c - .|`` for integer ``c``
+    (post-processing keeps eps-DP). By Ghosh, Roughgarden & Sundararajan (2009) the truncated
+    geometric mechanism followed by the posterior median attains it
+    (:func:`geometric_mean_abs_error` with ``"median"``).
+
+    The LP has ``(n + 1)**2`` variables; ``n`` is limited to 300.
+
+    Returns
+    -------
+    dpbayes.ubapp.UbappSolution
+    """
+    n, p, eps = _check_model(n, p, eps)
+    if n > 300:
+        raise ValueError(f"n must be <= 300 for the LP, got {n}")
+    from dpbayes import ubapp
+
+    k = np.arange(n + 1, dtype=float)
+    loss = np.abs(k[:, None] - k[None, :])
+    prior = stats.binom.pmf(k, n, p)
+    return ubapp.private_bayes_lp(loss, np.eye(n + 1), prior, eps, ubapp.chain_neighbours(n + 1), solver=solver)
