@@ -207,3 +207,12 @@ def test_metrics_symmetric_in_p():
     for name in ("mean", "median"):
         assert ct.mean_abs_error(name, 10, 0.2, 0.7) == pytest.approx(ct.mean_abs_error(name, 10, 0.8, 0.7), rel=1e-9)
         assert ct.prob_lower_error(name, 10, 0.2, 0.7) == pytest.approx(ct.prob_lower_error(name, 10, 0.8, 0.7), rel=1e-9)
+
+
+@pytest.mark.parametrize("n,p,eps", [(100, 0.3, 3.0), (10, 0.001, 10.0), (10, 0.8, 0.7)])
+def test_break_points_do_not_depend_on_scan_resolution(monkeypatch, n, p, eps):
+    """Regression: y - m(y) can change sign twice within 1/8 (fixed by its turning points)."""
+    coarse = [f(name, n, p, eps) for f in (ct.mean_abs_error, ct.prob_lower_error) for name in ("mean", "median")]
+    monkeypatch.setattr(ct, "_SUBDIV", 64)
+    fine = [f(name, n, p, eps) for f in (ct.mean_abs_error, ct.prob_lower_error) for name in ("mean", "median")]
+    np.testing.assert_allclose(coarse, fine, rtol=1e-10, atol=1e-12)
