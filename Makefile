@@ -7,30 +7,37 @@ CACHE := _build/.jupyter_cache
 FRESH_FIGURES := _build/test-figures
 NBVAL_FLAGS := --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
 JOBS ?= 2
+# Offline MathJax 3 for the rendered book (copied into _build/html/_static/mathjax by dpbayes.book).
+BOOK_PACKAGES := django-static-mathjax==3.2.2.1
+# The browser test renders the stored notebook outputs (just validated by nbval) without executing.
+BROWSER_DIR := _build/browser
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: book test unit notebooks figures setup clean
+.PHONY: book test unit notebooks figures browser browser-build chromium setup clean
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements.txt $(BOOK_PACKAGES)
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 # jupyter-cache keys a notebook on its code cells only: drop the cache when the library changes.
+# (src/dpbayes/book.py is the book's Sphinx extension: it does not change any notebook output.)
 book: $(STAMP)
 	@mkdir -p _build
-	@hash=$$(find src -name '*.py' -o -name '*.mplstyle' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
+	@hash=$$(find src \( -name '*.py' -o -name '*.mplstyle' \) ! -name book.py | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
 	if [ "$$(cat _build/.src-hash 2>/dev/null)" != "$$hash" ]; then \
 	  echo "library changed: clearing the execution cache"; rm -rf $(CACHE); echo $$hash > _build/.src-hash; fi
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
 
-test: unit notebooks figures
+test: unit notebooks figures browser
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS)
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --ignore=tests/test_browser.py
 
 notebooks: $(STAMP)
 	rm -rf $(FRESH_FIGURES)
@@ -38,6 +45,23 @@ notebooks: $(STAMP)
 
 figures: $(STAMP)
 	DPBAYES_FRESH_FIGURES=$(CURDIR)/$(FRESH_FIGURES) $(BIN)/python -m pytest tests/test_stored_figures.py -q -p no:cacheprovider -rs
+
+# Debian's chromium, driven by Playwright through executable_path (no browser download).
+chromium:
+	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core; }
+
+# The book rendered from the stored outputs into $(BROWSER_DIR)/_build/html (execute_notebooks: off).
+browser-build: $(STAMP)
+	rm -rf $(BROWSER_DIR) && mkdir -p $(BROWSER_DIR)
+	$(BIN)/python -c "import yaml; c = yaml.safe_load(open('_config.yml')); \
+	c.setdefault('execute', {})['execute_notebooks'] = 'off'; \
+	yaml.safe_dump(c, open('$(BROWSER_DIR)/_config.yml', 'w'), sort_keys=False, allow_unicode=True)"
+	$(BIN)/jupyter-book build . --config $(BROWSER_DIR)/_config.yml --path-output $(BROWSER_DIR) -W --keep-going -q
+
+browser: browser-build chromium
+	DPBAYES_BOOK_HTML=$(CURDIR)/$(BROWSER_DIR)/_build/html CHROMIUM=$(CHROMIUM) \
+	  $(BIN)/python -m pytest tests/test_browser.py -q -p no:cacheprovider -rs
 
 clean:
 	rm -rf _build runs

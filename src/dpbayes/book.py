@@ -1,0 +1,549 @@
+"""Sphinx extension for the rendered book: verdict dashboard, parameter table, offline MathJax.
+
+Loaded by Jupyter Book through ``sphinx.extra_extensions`` in ``_config.yml``. It adds:
+
+``{dpbayes-verdicts}``
+    A directive that gathers the claims table of every ``chapters/*/index.md`` (the table whose
+    header is ``| Claim (source §) | Measured | Verdict | Why |``, see CONTRIBUTING.md) into one
+    dashboard, plus the summary table of ``chapters/privacy-audit.ipynb`` when that page exists.
+    It works with whatever chapters are present; a chapter without a claims table is listed as
+    "no claims table yet".
+``{dpbayes-run-examples}``
+    Per chapter, a ``python -m dpbayes run`` command overriding a parameter that the chapter's
+    notebooks really declare, and the error printed for an out-of-range value.
+``{dpbayes-params}``
+    A directive that renders every notebook's declared parameters (read from the cell tagged
+    ``parameters`` with :func:`dpbayes.params.notebook_parameters`), so the table never goes stale.
+MathJax
+    ``mathjax_path`` must be a local path (relative to ``_static``). After the HTML build, the
+    MathJax 3 distribution shipped by the PyPI package ``django-static-mathjax`` (Apache-2.0) is
+    copied to ``_build/html/_static/mathjax/`` (the big combined bundles that are not used are
+    skipped), so the book reads offline.
+
+Both directives record the files they read as dependencies, so an incremental build re-renders
+the landing page when a chapter's claims change. The pure functions (``parse_claims_tables``,
+``verdicts_markdown``, ``params_markdown``...) are tested in ``tests/test_book.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+CLAIMS_HEADER = ("claim", "measured", "verdict", "why")
+VERDICT_ORDER = ("reproduced", "partly", "corrected", "not reproduced")
+VERDICT_MARK = {"reproduced": "✅", "partly": "🟡", "corrected": "🛠️", "not reproduced": "❌", "other": "❔"}
+AUDIT_NOTEBOOK = "chapters/privacy-audit.ipynb"
+MATHJAX_KEEP = ("core.js", "loader.js", "startup.js")  # top-level files kept besides the bundle in use
+
+_SPLIT_RE = re.compile(r"(?<!\\)\|")
+_SEP_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_MD_LINK_RE = re.compile(r"(?<!!)\]\(([^)\s]+)\)")
+_DOC_ROLE_RE = re.compile(r"\{doc\}`([^`<]*?<)?([^`>]+)(>?)`")
+_FOOTNOTE_RE = re.compile(r"\[\^[^\]]+\]")
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown tables
+# --------------------------------------------------------------------------------------------
+def split_row(line: str) -> list[str]:
+    """Cells of one Markdown table row; escaped pipes (``\\|``) stay inside their cell."""
+    text = line.strip()
+    if text.startswith("|"):
+        text = text[1:]
+    if text.endswith("|") and not text.endswith("\\|"):
+        text = text[:-1]
+    return [cell.strip() for cell in _SPLIT_RE.split(text)]
+
+
+def markdown_tables(text: str) -> list[tuple[int, list[str], list[list[str]]]]:
+    """Every pipe table of a Markdown text as ``(line number of header, header, rows)``.
+
+    Tables inside fenced code blocks are ignored.
+    """
+    lines = text.splitlines()
+    tables = []
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        marker = re.match(r"^(`{3,}|~{3,}|:{3,})", stripped)
+        if marker:
+            if fence is None:
+                fence = marker.group(1)[0] * 3
+            elif stripped.startswith(fence):
+                fence = None
+            i += 1
+            continue
+        if fence is None and stripped.startswith("|") and i + 1 < len(lines) and _SEP_RE.match(lines[i + 1]):
+            header = split_row(lines[i])
+            rows = []
+            j = i + 2
+            while j < len(lines) and lines[j].strip().startswith("|"):
+                rows.append(split_row(lines[j]))
+                j += 1
+            tables.append((i, header, rows))
+            i = j
+            continue
+        i += 1
+    return tables
+
+
+def _is_claims_header(header: list[str]) -> bool:
+    if len(header) < len(CLAIMS_HEADER):
+        return False
+    names = [h.strip("*_ ").lower() for h in header[: len(CLAIMS_HEADER)]]
+    return all(name.startswith(want) for name, want in zip(names, CLAIMS_HEADER))
+
+
+def slugify(title: str) -> str:
+    """The anchor MyST gives a heading with ``myst_heading_anchors`` (GitHub style)."""
+    text = re.sub(r"`([^`]*)`", r"\1", title)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = text.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def normalise_verdict(text: str) -> str:
+    """One of ``VERDICT_ORDER`` (or ``other``) for a verdict cell like ``**Partly** (see below)``."""
+    low = re.sub(r"[*_`]", "", text).strip().lower()
+    if low.startswith("not reproduced") or low.startswith("not-reproduced") or low.startswith("no"):
+        return "not reproduced"
+    for verdict in ("partly", "corrected", "reproduced"):
+        if low.startswith(verdict):
+            return verdict
+    return "other"
+
+
+@dataclass
+class Claim:
+    """One row of a chapter's claims table."""
+
+    claim: str
+    measured: str
+    verdict: str
+    why: str
+
+    @property
+    def kind(self) -> str:
+        return normalise_verdict(self.verdict)
+
+
+@dataclass
+class ChapterClaims:
+    """The claims found in one chapter's ``index.md``."""
+
+    folder: str  # e.g. "chapters/01-ubapp"
+    title: str
+    anchor: str | None  # heading anchor just above the claims table
+    claims: list[Claim] = field(default_factory=list)
+
+
+def parse_claims_tables(text: str, folder: str) -> ChapterClaims:
+    """Find the claims table(s) of a chapter ``index.md`` (format of CONTRIBUTING.md)."""
+    lines = text.splitlines()
+    title = folder.rsplit("/", 1)[-1]
+    for line in lines:
+        m = _HEADING_RE.match(line)
+        if m and len(m.group(1)) == 1:
+            title = m.group(2)
+            break
+    result = ChapterClaims(folder=folder, title=title, anchor=None)
+    for start, header, rows in markdown_tables(text):
+        if not _is_claims_header(header):
+            continue
+        if result.anchor is None:
+            for k in range(start - 1, -1, -1):
+                m = _HEADING_RE.match(lines[k])
+                if m and len(m.group(1)) > 1:
+                    result.anchor = slugify(m.group(2))
+                    break
+        for row in rows:
+            cells = (row + [""] * 4)[:4]
+            if not any(cells):
+                continue
+            result.claims.append(Claim(*cells))
+    return result
+
+
+def rebase_links(cell: str, folder: str) -> str:
+    """Rewrite relative links of a cell written in ``folder`` so they work from the book root.
+
+    Footnote references are dropped (their definitions live in the chapter page).
+    """
+    def fix(target: str) -> str:
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith(("#", "/")):
+            return target
+        return str(PurePosixPath(folder) / target)
+
+    out = _MD_LINK_RE.sub(lambda m: f"]({fix(m.group(1))})", cell)
+    out = _DOC_ROLE_RE.sub(lambda m: "{doc}`" + (m.group(1) or "") + fix(m.group(2)) + m.group(3) + "`", out)
+    # normalise "chapters/01-x/../02-y" to "chapters/02-y"
+    out = re.sub(r"[\w.-]+/\.\./", "", out)
+    return _FOOTNOTE_RE.sub("", out)
+
+
+def _cell(text: str) -> str:
+    return text.replace("\n", " ").strip() or "—"
+
+
+def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, audit_link: str | None = None) -> str:
+    """The dashboard as MyST Markdown: a summary line per chapter, then every claim."""
+    out: list[str] = []
+    if not chapters:
+        out.append("No chapter has been written yet.")
+    else:
+        out.append("| Chapter | Claims | " + " | ".join(f"{VERDICT_MARK[v]} {v}" for v in VERDICT_ORDER) + " |")
+        out.append("|---|---|" + "---|" * len(VERDICT_ORDER))
+        for ch in chapters:
+            counts = {v: sum(c.kind == v for c in ch.claims) for v in (*VERDICT_ORDER, "other")}
+            link = f"[{ch.title}]({ch.folder}/index.md)"
+            if not ch.claims:
+                out.append(f"| {link} | no claims table yet |" + " |" * len(VERDICT_ORDER))
+                continue
+            out.append(f"| {link} | {len(ch.claims)} | " + " | ".join(str(counts[v]) for v in VERDICT_ORDER) + " |")
+        out.append("")
+        rows = [(ch, c) for ch in chapters for c in ch.claims]
+        if rows:
+            out.append("| Chapter | Claim (source §) | Measured | Verdict | Evidence |")
+            out.append("|---|---|---|---|---|")
+            for ch, c in rows:
+                number = re.match(r"^(\d+)", ch.folder.rsplit("/", 1)[-1])
+                label = f"Ch. {int(number.group(1))}" if number else ch.title
+                target = f"{ch.folder}/index.md" + (f"#{ch.anchor}" if ch.anchor else "")
+                out.append(
+                    f"| {label} | {_cell(rebase_links(c.claim, ch.folder))} | {_cell(rebase_links(c.measured, ch.folder))} "
+                    f"| {VERDICT_MARK[c.kind]} {_cell(rebase_links(c.verdict, ch.folder))} | [claims table]({target}) |"
+                )
+            out.append("")
+    if audit_link is not None:
+        out.append("")
+        out.append(f"**Privacy audit** ([full page]({audit_link})):")
+        out.append("")
+        out.append(audit if audit else "The audit page has no summary table yet.")
+    return "\n".join(out) + "\n"
+
+
+def audit_summary(notebook: Path, folder: str = "chapters") -> str | None:
+    """The summary table of the privacy-audit notebook as Markdown, or ``None``.
+
+    Takes the first Markdown table with a column mentioning "verdict" (else the first table) found
+    in the notebook's Markdown cells or ``text/markdown`` outputs.
+    """
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    texts: list[str] = []
+    for cell in nb.get("cells", []):
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else src
+        if cell.get("cell_type") == "markdown":
+            texts.append(src)
+        for output in cell.get("outputs", []) or []:
+            md = output.get("data", {}).get("text/markdown")
+            if md:
+                texts.append("".join(md) if isinstance(md, list) else md)
+    found: list[tuple[list[str], list[list[str]]]] = []
+    for text in texts:
+        for _, header, rows in markdown_tables(text):
+            found.append((header, rows))
+    if not found:
+        return None
+    header, rows = next(((h, r) for h, r in found if any("verdict" in x.lower() for x in h)), found[0])
+    if len(header) > 5:  # keep the dashboard narrow: the columns that say what was checked and the verdict
+        keep = [i for i, h in enumerate(header) if re.search(r"mechanism|used in|claimed|exact|verdict", h, re.I)]
+        if len(keep) >= 2:
+            header = [header[i] for i in keep]
+            rows = [[(row + [""] * (max(keep) + 1))[i] for i in keep] for row in rows]
+    lines = ["| " + " | ".join(rebase_links(h, folder) for h in header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        cells = (row + [""] * len(header))[: len(header)]
+        lines.append("| " + " | ".join(_cell(rebase_links(c, folder)) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def chapter_folders(root: Path) -> list[Path]:
+    """Chapter folders (``chapters/<nn>-<slug>/`` holding an ``index.md``), in name order."""
+    base = root / "chapters"
+    return sorted(p for p in base.iterdir() if p.is_dir() and (p / "index.md").exists()) if base.exists() else []
+
+
+def collect_claims(root: Path) -> list[ChapterClaims]:
+    return [
+        parse_claims_tables((d / "index.md").read_text(encoding="utf-8"), d.relative_to(root).as_posix())
+        for d in chapter_folders(root)
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Parameter table
+# --------------------------------------------------------------------------------------------
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("$", "\\$")
+
+
+def book_notebooks(root: Path) -> list[Path]:
+    base = root / "chapters"
+    if not base.exists():
+        return []
+    return sorted(
+        p for p in base.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts and "_build" not in p.parts
+    )
+
+
+def params_markdown(root: Path, linkable: set[str] | None = None) -> str:
+    """Every notebook's declared parameters as a Markdown table (name, type, default, range, meaning).
+
+    ``linkable`` holds the document names (path without suffix) that may be linked to.
+    """
+    from dpbayes.params import notebook_parameters
+
+    rows = ["| Notebook | Parameter | Type | Default | Allowed | Meaning |", "|---|---|---|---|---|---|"]
+    n = 0
+    for nb in book_notebooks(root):
+        rel = nb.relative_to(root).as_posix()
+        docname = rel[: -len(".ipynb")]
+        label = f"[`{nb.name}`]({rel})" if linkable is None or docname in linkable else f"`{rel}`"
+        params = notebook_parameters(nb)
+        if not params:
+            rows.append(f"| {label} | (none) | | | | |")
+            continue
+        for p in params.values():
+            default = json.dumps(p.default) if isinstance(p.default, (list, bool)) or p.default is None else repr(p.default)
+            rows.append(
+                f"| {label} | `{p.name}` | `{p.type}` | `{_escape(default)}` | {_escape(p.allowed)} | {_escape(p.meaning)} |"
+            )
+            label = "″"
+            n += 1
+    if len(rows) == 2:
+        return "No notebook has been written yet.\n"
+    return "\n".join(rows) + "\n"
+
+
+def _alternative(p: Any) -> str | None:
+    """A valid non-default command-line value for parameter ``p`` (or ``None``)."""
+    from dpbayes.params import ParameterError
+
+    if p.type in ("bool",):
+        candidates = [str(not p.default)]
+    elif p.choices:
+        candidates = [c for c in p.choices if c != p.default]
+    elif p.type in ("int", "float"):
+        d = p.default
+        cands = [d * 2, d / 2, d + 1, d - 1] if p.type == "float" else [d // 2, d * 2, d + 1, d - 1]
+        candidates = [repr(float(c)) if p.type == "float" else str(int(c)) for c in cands]
+    elif p.type.startswith("list[") and isinstance(p.default, list) and len(p.default) > 1:
+        candidates = [",".join(str(v) for v in p.default[: max(1, len(p.default) // 2)])]
+    else:
+        return None
+    for text in candidates:
+        try:
+            p.convert(text)
+        except ParameterError:
+            continue
+        return text
+    return None
+
+
+def _invalid(p: Any) -> str | None:
+    """A command-line value that ``p`` rejects because of its range (or ``None``)."""
+    from dpbayes.params import ParameterError
+
+    if p.type not in ("int", "float") or p.low is None:
+        return None
+    text = str(int(p.low) - 1) if p.type == "int" else repr(float(p.low) - 1.0)
+    try:
+        p.convert(text)
+    except ParameterError:
+        return text
+    return None
+
+
+def run_examples_markdown(root: Path) -> str:
+    """Per chapter, a ``python -m dpbayes run`` example with a real parameter, plus one rejected value.
+
+    Built from the declared parameters so the examples always name parameters that exist; the
+    error line shown is the message the CLI prints for that value.
+    """
+    from dpbayes.params import ParameterError, notebook_parameters, validate_overrides
+
+    preferred = ("eps", "epsilon", "n", "K", "seed")
+    lines: list[str] = []
+    bad_example: tuple[str, str, str, str] | None = None
+    for folder in chapter_folders(root):
+        rel = folder.relative_to(root).as_posix()
+        notebooks = [nb for nb in book_notebooks(root) if nb.parent == folder]
+        if not notebooks:
+            continue
+        declared = {nb: notebook_parameters(nb) for nb in notebooks}
+        options = []
+        for nb, params in declared.items():
+            for p in params.values():
+                value = _alternative(p)
+                if value is not None:
+                    rank = preferred.index(p.name) if p.name in preferred else len(preferred)
+                    options.append((rank, nb, p, value))
+        if not options:
+            lines.append(f"# {rel}: its notebooks declare no parameter yet")
+            lines.append(f".venv/bin/python -m dpbayes run {rel}")
+            lines.append("")
+            continue
+        options.sort(key=lambda o: (o[0], o[1].name))
+        _, nb, p, value = options[0]
+        shared = all(p.name in params for params in declared.values())
+        target = rel if shared else nb.relative_to(root).as_posix()
+        lines.append(f"# {rel}: {p.name} = {value} instead of {p.default!r} ({p.meaning})")
+        lines.append(f".venv/bin/python -m dpbayes run {target} -p {p.name} {value}")
+        lines.append("")
+        if bad_example is None:
+            bad = _invalid(p)
+            if bad is not None:
+                try:
+                    validate_overrides(declared[nb], {p.name: bad})
+                except ParameterError as exc:
+                    bad_example = (nb.relative_to(root).as_posix(), p.name, bad, str(exc))
+    if not lines:
+        return "No chapter has notebooks yet.\n"
+    out = ["```bash", *lines[:-1], "```", ""]
+    if bad_example is not None:
+        nb_rel, name, bad, message = bad_example
+        out += [
+            "A value outside the allowed range is refused before any kernel starts (exit code 2):",
+            "",
+            "```bash",
+            f".venv/bin/python -m dpbayes run {nb_rel} -p {name} {bad}",
+            f"# error: {message}",
+            "```",
+            "",
+        ]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Sphinx glue
+# --------------------------------------------------------------------------------------------
+def _mathjax_source() -> Path:
+    try:
+        import mathjax  # the package django-static-mathjax installs
+    except ImportError as exc:  # pragma: no cover - exercised only on a broken setup
+        raise RuntimeError(
+            "offline MathJax needs the PyPI package django-static-mathjax (run `make setup`)"
+        ) from exc
+    base = Path(mathjax.__file__).resolve().parent / "static" / "mathjax" / "es5"
+    if not (base / "tex-svg.js").exists():  # pragma: no cover
+        raise RuntimeError(f"no MathJax 3 distribution under {base}")
+    return base
+
+
+def copy_mathjax(target: Path, bundle: str = "tex-svg.js") -> None:
+    """Copy the MathJax 3 es5 distribution to ``target``, without the combined bundles not in use.
+
+    The components (input/output jax, TeX extensions loaded on demand, accessibility, menu) are
+    all kept, so a TeX package that MathJax autoloads is there offline too.
+    """
+    source = _mathjax_source()
+    if not (source / bundle).exists():
+        raise RuntimeError(f"mathjax_path names {bundle}, which MathJax {source} does not ship")
+    if target.exists():
+        shutil.rmtree(target)
+
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        if Path(directory) != source:
+            return []
+        return [n for n in names if n.endswith(".js") and n != bundle and n not in MATHJAX_KEEP]
+
+    shutil.copytree(source, target, ignore=ignore)
+    licence = source.parent / "LICENSE"
+    if licence.exists():
+        shutil.copyfile(licence, target / "LICENSE")
+
+
+def setup(app: Any) -> dict[str, Any]:
+    from docutils.parsers.rst import Directive
+    from docutils.statemachine import StringList
+
+    def _root(directive: Directive) -> Path:
+        return Path(directive.state.document.settings.env.srcdir)
+
+    class _MarkdownDirective(Directive):
+        has_content = False
+
+        def markdown(self, root: Path, env: Any) -> str:  # pragma: no cover - overridden
+            raise NotImplementedError
+
+        def run(self) -> list[Any]:
+            from docutils import nodes
+
+            env = self.state.document.settings.env
+            text = self.markdown(_root(self), env)
+            container = nodes.container(classes=[f"dpbayes-{self.name}"])
+            self.state.nested_parse(StringList(text.splitlines(), source="dpbayes.book"), self.content_offset, container)
+            return [container]
+
+    class VerdictsDirective(_MarkdownDirective):
+        def markdown(self, root: Path, env: Any) -> str:
+            chapters = collect_claims(root)
+            for ch in chapters:
+                env.note_dependency(str(root / ch.folder / "index.md"))
+            audit_path = root / AUDIT_NOTEBOOK
+            audit_doc = AUDIT_NOTEBOOK[: -len(".ipynb")]
+            if audit_path.exists() and audit_doc in env.found_docs:
+                env.note_dependency(str(audit_path))
+                return verdicts_markdown(chapters, audit_summary(audit_path), AUDIT_NOTEBOOK)
+            return verdicts_markdown(chapters)
+
+    class ParamsDirective(_MarkdownDirective):
+        def markdown(self, root: Path, env: Any) -> str:
+            for nb in book_notebooks(root):
+                env.note_dependency(str(nb))
+            return params_markdown(root, set(env.found_docs))
+
+    class RunExamplesDirective(_MarkdownDirective):
+        def markdown(self, root: Path, env: Any) -> str:
+            for nb in book_notebooks(root):
+                env.note_dependency(str(nb))
+            return run_examples_markdown(root)
+
+    def _check_mathjax_path(app: Any, config: Any) -> None:
+        path = str(config.mathjax_path or "")
+        if re.match(r"^(https?:)?//", path):
+            raise RuntimeError(f"mathjax_path must be a local file under _static for offline reading, got {path}")
+
+    def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+        # Launch buttons and thebe are off, yet sphinx-thebe still injects its loader (twice: a JS
+        # error "THEBE_JS_URL has already been declared") naming a CDN URL: drop it from every page.
+        def is_thebe(asset: Any) -> bool:
+            body = str(getattr(asset, "attributes", {}).get("body", ""))
+            return "thebe" in str(getattr(asset, "filename", asset) or "").lower() or "THEBE_JS_URL" in body
+
+        for key in ("script_files", "css_files"):
+            if key in context:
+                context[key] = [asset for asset in context[key] if not is_thebe(asset)]
+        # pydata-sphinx-theme logs a console error when the colour mode is left empty
+        if not context.get("default_mode"):
+            context["default_mode"] = "auto"
+
+    def _copy_mathjax(app: Any, exception: Exception | None) -> None:
+        if exception is not None or app.builder.format != "html":
+            return
+        path = PurePosixPath(str(app.config.mathjax_path))
+        if len(path.parts) != 2:
+            raise RuntimeError(f"mathjax_path must look like 'mathjax/tex-svg.js', got {path}")
+        copy_mathjax(Path(app.outdir) / "_static" / path.parts[0], path.parts[1])
+
+    def _mark_outdated(app: Any, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
+        # pages that hold a directive are rebuilt whenever any chapter page or notebook changes
+        return [doc for doc in ("intro", "rerun") if doc in env.found_docs and (added or changed or removed)]
+
+    app.add_directive("dpbayes-verdicts", VerdictsDirective)
+    app.add_directive("dpbayes-params", ParamsDirective)
+    app.add_directive("dpbayes-run-examples", RunExamplesDirective)
+    app.connect("config-inited", _check_mathjax_path)
+    app.connect("html-page-context", _page_context, priority=900)
+    app.connect("env-get-outdated", _mark_outdated)
+    app.connect("build-finished", _copy_mathjax)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,147 @@
+"""Tests of dpbayes.book: claims-table parsing, the verdict dashboard, the generated tables, MathJax copy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dpbayes import book
+
+INDEX = """# Chapter 9 — Toy
+
+Some text with a table that is not a claims table:
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+```markdown
+| Claim (source §) | Measured | Verdict | Why |
+|---|---|---|---|
+| inside a code fence | - | reproduced | ignored |
+```
+
+## Claims and verdicts
+
+| Claim (source §) | Measured | Verdict | Why |
+|---|---|---|---|
+| Bayes beats naive (§4, Fig. 3) | error 0.12 vs 0.30, $\\|x\\|$ | **Reproduced** | see [the notebook](09a-toy.ipynb)[^1] |
+| MSE grows like $1/\\varepsilon$ (§5) | slope 0.9 | partly | {doc}`09b-other` |
+| Lemma 2 | counter-example | not reproduced | typo |
+| Thm 1 | fixed constant | corrected (eq. 7) | |
+
+[^1]: a footnote.
+"""
+
+
+def write_chapter(root: Path, folder: str, text: str) -> None:
+    (root / "chapters" / folder).mkdir(parents=True)
+    (root / "chapters" / folder / "index.md").write_text(text, encoding="utf-8")
+
+
+def notebook(path: Path, params: str, extra_cells: list[dict] | None = None) -> None:
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "# T"},
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": params, "outputs": [], "execution_count": None},
+        *(extra_cells or []),
+    ]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb), encoding="utf-8")
+
+
+def test_parse_claims_table_finds_rows_title_and_anchor() -> None:
+    ch = book.parse_claims_tables(INDEX, "chapters/09-toy")
+    assert ch.title == "Chapter 9 — Toy"
+    assert ch.anchor == "claims-and-verdicts"
+    assert [c.kind for c in ch.claims] == ["reproduced", "partly", "not reproduced", "corrected"]
+    assert ch.claims[0].measured == "error 0.12 vs 0.30, $\\|x\\|$"  # escaped pipe stays in its cell
+
+
+def test_rebase_links_makes_chapter_links_work_from_the_root() -> None:
+    cell = "see [the notebook](09a-toy.ipynb)[^1] and {doc}`09b-other` and [web](https://x.org/a) [a](#top)"
+    out = book.rebase_links(cell, "chapters/09-toy")
+    assert "(chapters/09-toy/09a-toy.ipynb)" in out
+    assert "{doc}`chapters/09-toy/09b-other`" in out
+    assert "(https://x.org/a)" in out and "(#top)" in out
+    assert "[^1]" not in out
+    assert book.rebase_links("[x](../02-y/index.md)", "chapters/01-x") == "[x](chapters/02-y/index.md)"
+
+
+def test_verdict_normalisation() -> None:
+    assert book.normalise_verdict("**Not reproduced**") == "not reproduced"
+    assert book.normalise_verdict("Partly (see 03b)") == "partly"
+    assert book.normalise_verdict("reproduced") == "reproduced"
+    assert book.normalise_verdict("Corrected") == "corrected"
+    assert book.normalise_verdict("maybe") == "other"
+
+
+def test_dashboard_counts_and_links(tmp_path: Path) -> None:
+    write_chapter(tmp_path, "09-toy", INDEX)
+    write_chapter(tmp_path, "10-empty", "# Chapter 10\n\nBeing written.\n")
+    chapters = book.collect_claims(tmp_path)
+    md = book.verdicts_markdown(chapters)
+    assert "| [Chapter 9 — Toy](chapters/09-toy/index.md) | 4 | 1 | 1 | 1 | 1 |" in md
+    assert "[Chapter 10](chapters/10-empty/index.md) | no claims table yet" in md
+    assert md.count("[claims table](chapters/09-toy/index.md#claims-and-verdicts)") == 4
+    assert "(chapters/09-toy/09a-toy.ipynb)" not in md or "09a" in md  # rebased when present
+    assert "Privacy audit" not in md
+    assert book.verdicts_markdown([]).startswith("No chapter")
+
+
+def test_dashboard_includes_the_audit_summary(tmp_path: Path) -> None:
+    table = (
+        "| Mechanism | Used in | Calibrated eps | Claimed eps | Exact / analytic eps | Audit | Bound | Verdict |\n"
+        "|:--|:--|:--|:--|:--|:--|:--|:--|\n"
+        "| Laplace | Ch. 4 | 1 | 1 | 1 | analytic | 0.97 | ok |\n"
+    )
+    cell = {"cell_type": "code", "metadata": {}, "source": "x", "execution_count": 1,
+            "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"text/markdown": table}}]}
+    nb = tmp_path / "chapters" / "privacy-audit.ipynb"
+    notebook(nb, "eps: float = 1.0  # e; range (0, inf)\n", [cell])
+    summary = book.audit_summary(nb)
+    assert summary is not None
+    header = summary.splitlines()[0]
+    assert "Mechanism" in header and "Verdict" in header and "Audit |" not in header and "Bound" not in header
+    assert "| Laplace | Ch. 4 | 1 | 1 | ok |" in summary
+    md = book.verdicts_markdown([], summary, "chapters/privacy-audit.ipynb")
+    assert "[full page](chapters/privacy-audit.ipynb)" in md and "| Laplace |" in md
+
+
+def test_params_table_and_run_examples_use_declared_parameters(tmp_path: Path) -> None:
+    write_chapter(tmp_path, "09-toy", INDEX)
+    notebook(
+        tmp_path / "chapters" / "09-toy" / "09a-toy.ipynb",
+        'eps: float = 1.0  # privacy level | with a pipe and $5; range (0, inf)\n'
+        'K: int = 100  # trials; range [1, 1000]\n'
+        'method: str = "exact"  # how; choices exact, mc\n',
+    )
+    md = book.params_markdown(tmp_path, linkable={"chapters/09-toy/09a-toy"})
+    assert "| [`09a-toy.ipynb`](chapters/09-toy/09a-toy.ipynb) | `eps` | `float` | `1.0` | (0, inf) |" in md
+    assert "privacy level \\| with a pipe and \\$5" in md
+    assert "| ″ | `method` | `str` | `'exact'` | one of exact, mc |" in md
+    unlinked = book.params_markdown(tmp_path, linkable=set())
+    assert "`chapters/09-toy/09a-toy.ipynb`" in unlinked
+
+    examples = book.run_examples_markdown(tmp_path)
+    assert "dpbayes run chapters/09-toy -p eps 2.0" in examples
+    assert "-p eps -1.0" in examples and "# error: parameter eps must lie in (0, inf), got -1.0" in examples
+
+
+def test_generated_tables_when_nothing_is_written(tmp_path: Path) -> None:
+    assert book.params_markdown(tmp_path).startswith("No notebook")
+    assert book.run_examples_markdown(tmp_path).startswith("No chapter")
+
+
+def test_copy_mathjax_ships_the_bundle_and_its_components(tmp_path: Path) -> None:
+    pytest.importorskip("mathjax")
+    target = tmp_path / "mathjax"
+    book.copy_mathjax(target, "tex-svg.js")
+    assert (target / "tex-svg.js").stat().st_size > 100_000
+    assert (target / "input" / "tex" / "extensions").is_dir()  # autoloaded TeX packages, offline
+    assert (target / "LICENSE").exists()
+    assert not (target / "tex-chtml-full.js").exists()  # unused bundles are not copied
+    with pytest.raises(RuntimeError, match="does not ship"):
+        book.copy_mathjax(tmp_path / "other", "no-such-bundle.js")
