@@ -198,12 +198,21 @@ class _Posterior:
         ey = self.eps * y
         return np.logaddexp(self.log_left[r][j + 1] - ey, self.log_right[r][j + 1] + ey)
 
-    def cdf(self, t: NDArray[np.int64], y: NDArray[np.float64], j: NDArray[np.int64], lz0: NDArray[np.float64], r: int) -> NDArray[np.float64]:
-        """``sum_{c <= t} c**r P(c | y)`` for integer thresholds ``t`` (any integers)."""
+    def cdf(
+        self,
+        t: NDArray[np.int64],
+        y: NDArray[np.float64],
+        j: NDArray[np.int64],
+        lz0: NDArray[np.float64],
+        r: int,
+        lzr: NDArray[np.float64] | None = None,
+    ) -> NDArray[np.float64]:
+        """``sum_{c <= t} c**r P(c | y)`` for integer thresholds ``t``; ``lzr = log_z(y, j, r)`` if known."""
         t = np.broadcast_to(t, y.shape)
         ey = self.eps * y
         tc = np.clip(t, -1, self.n)
-        lzr = self.log_z(y, j, r)
+        if lzr is None:
+            lzr = lz0 if r == 0 else self.log_z(y, j, r)
         # Both branches are evaluated; the discarded one may overflow, the kept one is <= 1
         # (for t <= j the left sum up to t is part of the total, likewise the tail for t > j).
         with np.errstate(over="ignore", invalid="ignore"):
@@ -303,7 +312,7 @@ def marginal_density(y: ArrayLike, n: int, p: float, eps: float) -> NDArray[np.f
 
 _SUBDIV = 8  # sub-intervals per unit interval scanned for break points (at least 2 eps)
 _GAUSS = np.polynomial.legendre.leggauss(8)
-_BISECT_STEPS = 52
+_BISECT_STEPS = 44  # halves a sub-interval (<= 1/8) down to ~1e-14
 
 
 def _labels(post: _Posterior, name: str, y: NDArray[np.float64], metric: str) -> NDArray[np.int64]:
@@ -381,20 +390,21 @@ def _integrand(post: _Posterior, name: str, y: NDArray[np.float64], metric: str)
     """Marginal density times the posterior expected loss (abs) or win probability (prob)."""
     j = post.segment(y)
     lz0 = post.log_z(y, j, 0)
+    lz1 = post.log_z(y, j, 1)
     density = 0.5 * post.eps * np.exp(lz0)
-    m = _estimator_values(post, name, y)
+    e1 = np.exp(lz1 - lz0)  # posterior mean
+    m = np.clip(e1, 0.0, post.n) if name == "mean" else _estimator_values(post, name, y)
     if metric == "abs":
         t = np.floor(m).astype(np.int64)
-        f0 = post.cdf(t, y, j, lz0, 0)
-        f1 = post.cdf(t, y, j, lz0, 1)
-        e1 = np.exp(post.log_z(y, j, 1) - lz0)
+        f0 = post.cdf(t, y, j, lz0, 0, lz0)
+        f1 = post.cdf(t, y, j, lz0, 1, lz1)
         # E|C - m| = m (2 F0(m) - 1) - 2 F1(m) + E[C]
         loss = m * (2.0 * f0 - 1.0) - 2.0 * f1 + e1
         return density * np.maximum(loss, 0.0)
     mid = 0.5 * (y + m)
     # |c - m| < |c - y|  <=>  c < mid when y > m,  c > mid when y < m
-    win_low = post.cdf(np.ceil(mid).astype(np.int64) - 1, y, j, lz0, 0)
-    win_high = 1.0 - post.cdf(np.floor(mid).astype(np.int64), y, j, lz0, 0)
+    win_low = post.cdf(np.ceil(mid).astype(np.int64) - 1, y, j, lz0, 0, lz0)
+    win_high = 1.0 - post.cdf(np.floor(mid).astype(np.int64), y, j, lz0, 0, lz0)
     win = np.where(y > m, win_low, np.where(y < m, win_high, 0.0))
     return density * np.clip(win, 0.0, 1.0)
 
