@@ -12,18 +12,22 @@ and for an output density the same with the density ratio and a supremum over ou
 This module computes that quantity in three ways:
 
 * :func:`exact_privacy_loss` -- finite output spaces, from the output-distribution matrix;
-* :func:`laplace_privacy_loss` -- additive Laplace mechanisms (Laplace on a count, LBaPP,
-  truncate-then-Laplace), the supremum of the log density ratio computed from the density;
+* :func:`laplace_privacy_loss` -- additive Laplace mechanisms given by their noise-free values
+  and scales, the supremum of the log density ratio in closed form;
 * :func:`density_privacy_loss` -- the same supremum from a mechanism's own log-density
   function, at candidate outputs that contain the kinks of the log ratio;
 * :func:`statistical_lower_bound` -- any sampler, a black-box lower confidence bound on
-  epsilon in the spirit of StatDP (Ding et al. 2018) and DP-Sniper (Bichsel et al. 2021):
-  output events are chosen on one half of the samples and their probabilities bounded on the
-  other half with Clopper-Pearson intervals, so the bound is valid at the stated confidence.
+  epsilon in the spirit of StatDP (Ding, Wang, Wang, Zhang and Kifer, "Detecting violations of
+  differential privacy", CCS 2018) and DP-Sniper (Bichsel, Steffen, Bogunovic and Vechev,
+  "DP-Sniper: black-box discovery of differential privacy violations using classifiers",
+  IEEE S&P 2021): output events are chosen on one half of the samples and their probabilities
+  bounded on the other half with Clopper-Pearson intervals, so the bound is valid at the
+  stated confidence.
 
-The private ``_mutant_*`` / ``_reference_*`` helpers at the end are deliberately broken (and
-matching correct) toy mechanisms used by the mutation tests and the audit page; they are not
-mechanisms of the book.
+:func:`audit_book_mechanisms` applies them to every mechanism of the book (importing the
+chapters' modules lazily) and :func:`mutation_audit` to deliberately broken toy mechanisms.
+The private ``_reference_*`` helpers near the end are those toy mechanisms (correct, and with
+a ``broken`` switch); they are not mechanisms of the book.
 """
 
 from __future__ import annotations
@@ -474,7 +478,7 @@ def repeat_sampler(draw_one: Callable[[Any, np.random.Generator], Any]) -> Calla
 
 
 def _log_ratio_lower(k_num: NDArray[np.float64], k_den: NDArray[np.float64], n: int, confidence: float) -> NDArray[np.float64]:
-    """log(lower bound of p_num / upper bound of p_den), each at sqrt-split confidence.
+    """log(lower bound of p_num / upper bound of p_den), the error probability split in two.
 
     The two one-sided bounds each hold with probability 1 - alpha/2, so by the union bound the
     ratio bound holds with probability 1 - alpha = ``confidence``.
@@ -497,8 +501,9 @@ def _events_from_selection(
         # (Neyman-Pearson); the ratio is smoothed so unseen outputs do not dominate.
         ca = np.bincount(labels_a, minlength=n_labels)
         cb = np.bincount(labels_b, minlength=n_labels)
-        order = np.argsort(-(np.log(ca + 0.5) - np.log(cb + 0.5)), kind="stable")
-        for k in range(1, n_labels):
+        seen = np.flatnonzero(ca + cb > 0)  # outputs never drawn in the selection half stay out
+        order = seen[np.argsort(-(np.log(ca[seen] + 0.5) - np.log(cb[seen] + 0.5)), kind="stable")]
+        for k in range(1, seen.size):
             events.append(("set", order[:k]))
     if sel_a.ndim == 1 and np.issubdtype(sel_a.dtype, np.number):
         pooled = np.concatenate([sel_a, sel_b])
@@ -597,12 +602,14 @@ def statistical_lower_bound(
     half = n_samples // 2
     n_test = n_samples - half
 
-    # Category labels are a deterministic function of the output values (no use of which half
-    # a value came from), so building them on the pooled sample does not leak the test half.
+    # Category labels only *name* output values (built on the pooled sample); whether outputs are
+    # treated as categorical, and which categories an event may contain, depend on the
+    # selection half alone, so the test half stays independent of the chosen event.
     pooled = np.concatenate([out_a, out_b])
     categories, inverse = np.unique(pooled, axis=0 if pooled.ndim == 2 else None, return_inverse=True)
     inverse = inverse.reshape(-1)
-    if categories.shape[0] <= max_categories and categories.shape[0] >= 2:
+    seen = np.unique(np.concatenate([inverse[:half], inverse[n_samples : n_samples + half]]))
+    if 2 <= seen.size <= max_categories:
         lab_a, lab_b = inverse[:n_samples], inverse[n_samples:]
         n_labels = int(categories.shape[0])
     else:
