@@ -8,7 +8,7 @@ server):
 - no JavaScript console error and no uncaught exception;
 - every ``<img>`` loaded (``naturalWidth > 0``);
 - math typeset: no MathJax error node, and no raw ``$...$``, ``$$``, ``\\(``, ``\\[`` or
-  ``\\begin{`` left in the visible text outside code;
+  ``\\begin{`` left in the visible text outside code (nor an unrendered ``|---|`` Markdown table);
 - every internal link resolves (HTTP 200, and the ``#fragment`` exists in the target page).
 
 Chromium is Debian's (``/usr/bin/chromium``, or ``$CHROMIUM``), driven by Playwright with
@@ -46,6 +46,7 @@ RAW_MATH = [
     (re.compile(r"\$\$"), "raw $$ left in text"),
     (re.compile(r"(?<![\\\w$])\$(?=[^\s$])[^$\n]{1,200}?(?<=[^\s\\])\$(?![\w$])"), "raw $...$ left in text"),
     (re.compile(r"\\begin\{"), "raw \\begin{ left in text"),
+    (re.compile(r"\|\s*:?-{3,}:?\s*\|"), "unrendered Markdown table (|---|) left in text"),
 ]
 
 # Visible text outside code and outside typeset math; waits for MathJax to finish first.

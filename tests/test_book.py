@@ -70,6 +70,18 @@ def test_rebase_links_makes_chapter_links_work_from_the_root() -> None:
     assert book.rebase_links("[x](../02-y/index.md)", "chapters/01-x") == "[x](chapters/02-y/index.md)"
 
 
+def test_claims_in_an_included_file_are_found(tmp_path: Path) -> None:
+    head = "# Chapter 11\n\n## Claims\n\n| Claim (source §) | Measured | Verdict | Why |\n|---|---|---|---|\n| A | 1 | reproduced | x |\n"
+    write_chapter(tmp_path, "11-inc", head + "\n```{include} _more.md\n```\n")
+    (tmp_path / "chapters" / "11-inc" / "_more.md").write_text(
+        "| Claim (source §) | Measured | Verdict | Why |\n|---|---|---|---|\n| B | 2 | partly | y |\n", encoding="utf-8"
+    )
+    deps: list[Path] = []
+    (ch,) = book.collect_claims(tmp_path, deps)
+    assert [c.claim for c in ch.claims] == ["A", "B"]
+    assert any(p.name == "_more.md" for p in deps)
+
+
 def test_verdict_normalisation() -> None:
     assert book.normalise_verdict("**Not reproduced**") == "not reproduced"
     assert book.normalise_verdict("Partly (see 03b)") == "partly"
@@ -119,15 +131,22 @@ def test_params_table_and_run_examples_use_declared_parameters(tmp_path: Path) -
         'method: str = "exact"  # how; choices exact, mc\n',
     )
     md = book.params_markdown(tmp_path, linkable={"chapters/09-toy/09a-toy"})
-    assert "| [`09a-toy.ipynb`](chapters/09-toy/09a-toy.ipynb) | `eps` | `float` | `1.0` | (0, inf) |" in md
+    assert "**[`chapters/09-toy/09a-toy.ipynb`](chapters/09-toy/09a-toy.ipynb)**" in md
+    assert "| `eps` (float) | `1.0` | (0, inf) |" in md
     assert "privacy level \\| with a pipe and \\$5" in md
-    assert "| ″ | `method` | `str` | `'exact'` | one of exact, mc |" in md
+    assert "| `method` (str) | `'exact'` | one of exact, mc |" in md
     unlinked = book.params_markdown(tmp_path, linkable=set())
-    assert "`chapters/09-toy/09a-toy.ipynb`" in unlinked
+    assert "**`chapters/09-toy/09a-toy.ipynb`**" in unlinked
 
     examples = book.run_examples_markdown(tmp_path)
     assert "dpbayes run chapters/09-toy -p eps 2.0" in examples
     assert "-p eps -1.0" in examples and "# error: parameter eps must lie in (0, inf), got -1.0" in examples
+
+
+def test_long_list_defaults_are_shortened() -> None:
+    assert book._short_default([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]) == "[0.1, 0.2, …, 0.6] (6 values)"
+    assert book._short_default([1, 2]) == "[1, 2]"
+    assert book._short_default(True) == "true" and book._short_default("mc") == "'mc'"
 
 
 def test_generated_tables_when_nothing_is_written(tmp_path: Path) -> None:

@@ -36,7 +36,8 @@ from typing import Any
 
 CLAIMS_HEADER = ("claim", "measured", "verdict", "why")
 VERDICT_ORDER = ("reproduced", "partly", "corrected", "not reproduced")
-VERDICT_MARK = {"reproduced": "✅", "partly": "🟡", "corrected": "🛠️", "not reproduced": "❌", "other": "❔"}
+# plain symbols present in common text fonts (emoji fonts are often missing, e.g. headless Chromium)
+VERDICT_MARK = {"reproduced": "✓", "partly": "◐", "corrected": "✎", "not reproduced": "✗", "other": "?"}
 AUDIT_NOTEBOOK = "chapters/privacy-audit.ipynb"
 MATHJAX_KEEP = ("core.js", "loader.js", "startup.js")  # top-level files kept besides the bundle in use
 
@@ -272,11 +273,36 @@ def chapter_folders(root: Path) -> list[Path]:
     return sorted(p for p in base.iterdir() if p.is_dir() and (p / "index.md").exists()) if base.exists() else []
 
 
-def collect_claims(root: Path) -> list[ChapterClaims]:
-    return [
-        parse_claims_tables((d / "index.md").read_text(encoding="utf-8"), d.relative_to(root).as_posix())
-        for d in chapter_folders(root)
-    ]
+_INCLUDE_RE = re.compile(r"^(`{3,}|:{3,})\{include\}\s+(\S+)\s*\n(?:.*\n)*?\1\s*$", re.M)
+
+
+def expand_includes(text: str, folder: Path, seen: set[Path] | None = None) -> tuple[str, list[Path]]:
+    """Inline the files pulled in by ``{include}`` directives (a claims table may live in one)."""
+    seen = set() if seen is None else seen
+    used: list[Path] = []
+
+    def inline(m: re.Match[str]) -> str:
+        path = (folder / m.group(2)).resolve()
+        if path in seen or not path.is_file():
+            return m.group(0)
+        seen.add(path)
+        used.append(path)
+        inner, more = expand_includes(path.read_text(encoding="utf-8"), path.parent, seen)
+        used.extend(more)
+        return inner
+
+    return _INCLUDE_RE.sub(inline, text + "\n"), used
+
+
+def collect_claims(root: Path, dependencies: list[Path] | None = None) -> list[ChapterClaims]:
+    """The claims tables of every chapter ``index.md`` (files it includes are read too)."""
+    found = []
+    for d in chapter_folders(root):
+        text, used = expand_includes((d / "index.md").read_text(encoding="utf-8"), d)
+        if dependencies is not None:
+            dependencies.extend([d / "index.md", *used])
+        found.append(parse_claims_tables(text, d.relative_to(root).as_posix()))
+    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,33 +321,42 @@ def book_notebooks(root: Path) -> list[Path]:
     )
 
 
+def _short_default(value: Any) -> str:
+    if isinstance(value, list):
+        items = [json.dumps(v) for v in value]
+        if len(items) > 4:
+            return f"[{items[0]}, {items[1]}, …, {items[-1]}] ({len(items)} values)"
+        return "[" + ", ".join(items) + "]"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return repr(value)
+
+
 def params_markdown(root: Path, linkable: set[str] | None = None) -> str:
-    """Every notebook's declared parameters as a Markdown table (name, type, default, range, meaning).
+    """Every notebook's declared parameters: per notebook, a table (name, type, default, range, meaning).
 
     ``linkable`` holds the document names (path without suffix) that may be linked to.
     """
     from dpbayes.params import notebook_parameters
 
-    rows = ["| Notebook | Parameter | Type | Default | Allowed | Meaning |", "|---|---|---|---|---|---|"]
-    n = 0
+    out: list[str] = []
     for nb in book_notebooks(root):
         rel = nb.relative_to(root).as_posix()
         docname = rel[: -len(".ipynb")]
-        label = f"[`{nb.name}`]({rel})" if linkable is None or docname in linkable else f"`{rel}`"
+        label = f"[`{rel}`]({rel})" if linkable is None or docname in linkable else f"`{rel}`"
         params = notebook_parameters(nb)
         if not params:
-            rows.append(f"| {label} | (none) | | | | |")
+            out += [f"**{label}**: no parameters.", ""]
             continue
+        out += [f"**{label}**", "", "| Parameter (type) | Default | Allowed | Meaning |", "|---|---|---|---|"]
         for p in params.values():
-            default = json.dumps(p.default) if isinstance(p.default, (list, bool)) or p.default is None else repr(p.default)
-            rows.append(
-                f"| {label} | `{p.name}` | `{p.type}` | `{_escape(default)}` | {_escape(p.allowed)} | {_escape(p.meaning)} |"
+            out.append(
+                f"| `{p.name}` ({p.type}) | `{_escape(_short_default(p.default))}` | {_escape(p.allowed)} | {_escape(p.meaning)} |"
             )
-            label = "″"
-            n += 1
-    if len(rows) == 2:
+        out.append("")
+    if not out:
         return "No notebook has been written yet.\n"
-    return "\n".join(rows) + "\n"
+    return "\n".join(out) + "\n"
 
 
 def _alternative(p: Any) -> str | None:
@@ -486,9 +521,10 @@ def setup(app: Any) -> dict[str, Any]:
 
     class VerdictsDirective(_MarkdownDirective):
         def markdown(self, root: Path, env: Any) -> str:
-            chapters = collect_claims(root)
-            for ch in chapters:
-                env.note_dependency(str(root / ch.folder / "index.md"))
+            used: list[Path] = []
+            chapters = collect_claims(root, used)
+            for path in used:
+                env.note_dependency(str(path))
             audit_path = root / AUDIT_NOTEBOOK
             audit_doc = AUDIT_NOTEBOOK[: -len(".ipynb")]
             if audit_path.exists() and audit_doc in env.found_docs:
