@@ -663,7 +663,8 @@ def best_interval_asymmetric(
     searched symmetric intervals only. This searches all pairs ``a < b`` of ``grid`` (default: 51
     points on ``[-3, 3]``, step 0.12) with the exact Fisher information, then polishes the best
     pair with Nelder-Mead in ``(centre, log width)`` so that widths below the grid step are
-    reachable. Beyond the paper.
+    reachable. Because N(0, 1) is symmetric, ``[a, b]`` and ``[-b, -a]`` score the same; the
+    representative with ``a + b >= 0`` is returned. Beyond the paper.
 
     Returns
     -------
@@ -676,6 +677,10 @@ def best_interval_asymmetric(
     if pts.size < 2:
         raise ValueError("grid must hold at least two points")
     ia, ib = np.triu_indices(pts.size, k=1)
+    # N(0, 1) is symmetric, so [a, b] and [-b, -a] have the same diagonal information (F[0, 1]
+    # changes sign only): search centres >= 0 and report that representative of a mirror pair
+    keep = pts[ia] + pts[ib] >= -1e-12
+    ia, ib = ia[keep], ib[keep]
     F = _fisher_exact(0.0, 1.0, pts[ia], pts[ib], eps_f, k)
     scores = fisher_score(F, score)
     i = int(np.nanargmax(scores))
@@ -693,5 +698,5 @@ def best_interval_asymmetric(
     )
     if -res.fun <= scores[i]:
         return a0, b0, float(scores[i])
-    half = 0.5 * float(np.exp(res.x[1]))
-    return float(res.x[0]) - half, float(res.x[0]) + half, float(-res.fun)
+    centre, half = abs(float(res.x[0])), 0.5 * float(np.exp(res.x[1]))
+    return centre - half, centre + half, float(-res.fun)
