@@ -187,6 +187,7 @@ def check_book(
                 if resp.status != 200 and resp.status != 304 else None,
             )
             for rel in pages:
+                page.goto("about:blank")  # nothing of the previous page may be reported for this one
                 current.clear()
                 url = base + rel
                 redirect = re.search(
