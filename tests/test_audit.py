@@ -282,10 +282,10 @@ def test_verdict_rules():
 @pytest.mark.parametrize(("eps", "n", "K", "n_theta"), [(0.05, 12, 4, 41), (1.0, 50, 10, 101), (4.0, 7, 3, 41)])
 def test_every_book_mechanism_meets_its_claim_exactly(eps, n, K, n_theta):
     # (1.0, 50, 10, 101) are the audit page's defaults
-    rows = A.audit_book_mechanisms(eps, np.random.default_rng(0), n=n, K=K, n_theta=n_theta, n_samples=0)
+    rows = A.audit_book_mechanisms(eps, np.random.default_rng(0), n=n, K=K, n_theta=n_theta, n_multi=n // 5, n_samples=0)
     missing = [(r.mechanism, r.note) for r in rows if r.verdict == "not yet available"]
     assert not missing, f"mechanisms the book uses are not auditable: {missing}"
-    assert len(rows) >= 13
+    assert len(rows) >= 20
     for r in rows:
         assert np.isfinite(r.audited_eps), r
         if r.claims_dp:
@@ -299,7 +299,7 @@ def test_every_book_mechanism_meets_its_claim_exactly(eps, n, K, n_theta):
 
 @pytest.mark.slow
 def test_book_audit_with_statistics_finds_no_violation():
-    rows = A.audit_book_mechanisms(1.0, np.random.default_rng(1), n=20, K=8, n_theta=41, n_samples=40_000)
+    rows = A.audit_book_mechanisms(1.0, np.random.default_rng(1), n=20, K=8, n_theta=41, n_multi=5, n_samples=40_000)
     for r in rows:
         assert r.verdict in ("holds", "within eps here (no general claim)", "not eps-DP as calibrated"), r
         assert r.statistical_lower <= r.audited_eps + A.CLAIM_ATOL, r  # a valid lower bound sits below the exact loss

@@ -533,9 +533,29 @@ def _describe(kind: str, arg: Any, categories: NDArray[Any] | None) -> str:
         return f"output >= {arg:.6g}"
     if kind == "le":
         return f"output <= {arg:.6g}"
-    shown = [np.array2string(np.asarray(categories[i]), precision=4) for i in np.sort(arg)[:5]]  # type: ignore[index]
+    def show(value: Any) -> str:
+        v = np.asarray(value)
+        if v.ndim == 0:
+            return f"{v.item():.6g}" if np.issubdtype(v.dtype, np.floating) else str(v.item())
+        return "(" + ", ".join(show(e) for e in v) + ")"
+
+    shown = [show(categories[i]) for i in np.sort(arg)[:5]]  # type: ignore[index]
     more = f" and {len(arg) - 5} more" if len(arg) > 5 else ""
     return f"output in {{{', '.join(shown)}{more}}}"
+
+
+def _label_outputs(pooled: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
+    """Distinct outputs (rows for vector outputs) and the label of every output."""
+    if pooled.ndim == 2 and np.issubdtype(pooled.dtype, np.integer):
+        # integer vectors: mixed-radix keys make the 1-D unique much faster than unique(axis=0)
+        lo = pooled.min(axis=0)
+        dims = tuple(int(d) for d in pooled.max(axis=0) - lo + 1)
+        if float(np.prod(np.asarray(dims, dtype=float))) < 2.0**62:
+            keys = np.ravel_multi_index(tuple((pooled - lo).T), dims)
+            uniq, inverse = np.unique(keys, return_inverse=True)
+            return np.column_stack(np.unravel_index(uniq, dims)) + lo, inverse.reshape(-1)
+    categories, inverse = np.unique(pooled, axis=0 if pooled.ndim == 2 else None, return_inverse=True)
+    return categories, inverse.reshape(-1)
 
 
 def statistical_lower_bound(
@@ -606,8 +626,7 @@ def statistical_lower_bound(
     # treated as categorical, and which categories an event may contain, depend on the
     # selection half alone, so the test half stays independent of the chosen event.
     pooled = np.concatenate([out_a, out_b])
-    categories, inverse = np.unique(pooled, axis=0 if pooled.ndim == 2 else None, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    categories, inverse = _label_outputs(pooled)
     seen = np.unique(np.concatenate([inverse[:half], inverse[n_samples : n_samples + half]]))
     if 2 <= seen.size <= max_categories:
         lab_a, lab_b = inverse[:n_samples], inverse[n_samples:]
@@ -977,6 +996,43 @@ def _audit_posterior_release(eps: float, n: int, prior: tuple[float, float]) -> 
     return rows
 
 
+def _audit_posterior_release_multi(eps: float, n: int) -> list[AuditRow | _Pending]:
+    """Chapter 02 with 3 categories: every data set of size ``n``, replace-one neighbours."""
+    used = "Ch. 2 (posterior release, 3 categories)"
+    names = ("LSDim", "LSHist", "EHD", "EHDL", "EHDS")
+    try:
+        pr = _require("posterior_release", "MECHANISMS", "release_log_distribution", "sample_release", "proven_epsilon")
+        sens = _require("sensitivity", "candidate_counts")
+    except _Unavailable as exc:
+        return [_unavailable_row(f"{m} (3 categories)", used, eps, str(exc)) for m in names]
+    prior = (1.0, 1.0, 1.0)
+    datasets = np.asarray(sens.candidate_counts(n, 3))  # every count vector of n records
+    # replacing one record moves one unit between two categories: l1 distance 2
+    dist = np.abs(datasets[:, None, :] - datasets[None, :, :]).sum(axis=2)
+    pairs = np.argwhere(np.triu(dist == 2))
+    rows: list[AuditRow | _Pending] = []
+    for m in pr.MECHANISMS:
+        support, logs = None, []
+        for c in datasets:
+            sup, logp = pr.release_log_distribution(m, c, eps, prior)
+            if support is None:
+                support = np.asarray(sup)
+            elif not np.array_equal(sup, support):
+                raise ValueError(f"{m}: the release support differs between data sets; cannot build one output matrix")
+            logs.append(logp)
+        assert support is not None
+        ex = exact_privacy_loss(np.vstack(logs), pairs, log_probabilities=True)
+        claimed = float(pr.proven_epsilon(m, eps, n, prior))
+        st = (lambda c, g, s, m=m: pr.sample_release(m, np.asarray(c), eps, prior, g, s),
+              tuple(int(v) for v in datasets[ex.x]), tuple(int(v) for v in datasets[ex.x_prime]))
+        note = f"n={n}, Dirichlet(1, 1, 1) prior, all {len(datasets)} data sets; " + (
+            "no DP claim in Ch. 2" if not np.isfinite(claimed) else f"Ch. 2's proven eps: {claimed:.4g}")
+        worst = (f"x={tuple(int(v) for v in datasets[ex.x])} vs x'={tuple(int(v) for v in datasets[ex.x_prime])}, "
+                 f"released {tuple(int(v) for v in support[ex.output])}")
+        rows.append(_Pending(f"{m} (3 categories)", used, eps, claimed, "exact", ex, worst, st, note))
+    return rows
+
+
 def _audit_truncation(eps: float, low: float, high: float) -> list[AuditRow | _Pending]:
     """Chapter 03: truncate-then-Laplace, eps-local DP for any two inputs."""
     name, used = "truncate-then-Laplace (local DP)", "Ch. 3 (adaptive truncation)"
@@ -1054,6 +1110,7 @@ def audit_book_mechanisms(
     n: int = 50,
     K: int = 10,
     n_theta: int = 101,
+    n_multi: int = 10,
     prior: tuple[float, float] = (1.0, 1.0),
     low: float = -1.0,
     high: float = 1.0,
@@ -1082,6 +1139,9 @@ def audit_book_mechanisms(
         Number of Bernoulli trials (chapter 01).
     n_theta : int
         Size of UBaPP's parameter grid on [0, 1].
+    n_multi : int
+        Data-set size of the 3-category posterior-release audit (every data set of that size,
+        Dirichlet(1, 1, 1) prior); 0 skips it.
     prior : (a, b)
         Beta prior of the posterior-release mechanisms.
     low, high : float
@@ -1096,6 +1156,7 @@ def audit_book_mechanisms(
     n = check_int("n", n, minimum=2, maximum=3000)
     K = check_int("K", K, minimum=1, maximum=2000)
     n_theta = check_int("n_theta", n_theta, minimum=2, maximum=2001)
+    n_multi = check_int("n_multi", n_multi, minimum=0, maximum=40)
     n_samples = check_int("n_samples", n_samples, minimum=0)
     if 0 < n_samples < 20:
         raise ValueError(f"n_samples must be 0 (skip) or >= 20, got {n_samples}")
@@ -1107,6 +1168,7 @@ def audit_book_mechanisms(
     audits = [
         *_audit_ubapp(eps, K, n_theta),
         *_audit_posterior_release(eps, n, prior_t),
+        *(_audit_posterior_release_multi(eps, n_multi) if n_multi > 0 else []),
         *_audit_truncation(eps, float(low), float(high)),
         *_audit_counting(eps, n),
     ]
