@@ -111,7 +111,9 @@ def test_loglik_broadcasts_over_particles():
     grid = tr.loglik_privatised_normal(np.array([40.0, 51.0, 70.0]), mu[:, None], sigma[:, None], 40.0, 60.0, 2.0)
     assert grid.shape == (7, 3)
     assert np.allclose(grid[:, 1], out)
-    per_obs = tr.loglik_privatised_normal(np.array([1.0, 2.0]), 0.0, 1.0, np.array([0.0, -1.0]), np.array([1.5, 3.0]), 1.0)
+    per_obs = tr.loglik_privatised_normal(
+        np.array([1.0, 2.0]), 0.0, 1.0, np.array([0.0, -1.0]), np.array([1.5, 3.0]), 1.0
+    )
     assert per_obs.shape == (2,)
 
 
@@ -168,7 +170,9 @@ def test_fisher_limits():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("a, b, eps, factor", [(-0.06, 0.06, 1.0, 1.0), (-0.7, 0.7, 5.0, 1.0), (-0.5, 1.5, 10.0, 1 / np.sqrt(2))])
+@pytest.mark.parametrize(
+    "a, b, eps, factor", [(-0.06, 0.06, 1.0, 1.0), (-0.7, 0.7, 5.0, 1.0), (-0.5, 1.5, 10.0, 1 / np.sqrt(2))]
+)
 def test_exact_and_mc_fisher_agree_within_mc_error(a, b, eps, factor):
     rng = np.random.default_rng(7)
     F_mc, se, is_bias = tr.fisher_information_mc(a, b, eps, rng, n_obs=20000, n_is=2000, noise_scale_factor=factor)

@@ -140,7 +140,9 @@ def sample_privatised(x: ArrayLike, l: ArrayLike, r: ArrayLike, eps: ArrayLike, 
     return np.broadcast_to(clamped, shape) + rng.laplace(0.0, 1.0, size=shape) * scale
 
 
-def log_density_privatised_given_x(y: ArrayLike, x: ArrayLike, l: ArrayLike, r: ArrayLike, eps: ArrayLike) -> FloatArray:
+def log_density_privatised_given_x(
+    y: ArrayLike, x: ArrayLike, l: ArrayLike, r: ArrayLike, eps: ArrayLike
+) -> FloatArray:
     """``log p(y | x)`` of the mechanism: Laplace density at ``y - T_l^r(x)`` with scale ``(r-l)/eps``.
 
     This is the factor ``Laplace(y_k - s_k(x_k), Delta s_k / eps)`` of the paper's eq. (5) and
@@ -250,7 +252,9 @@ def loglik_privatised_normal(
     return _loglik(y_arr, mu_arr, np.asarray(sigma_arr, dtype=float), l_arr, r_arr, np.asarray(eps_arr, dtype=float))
 
 
-def _loglik(y: FloatArray, mu: FloatArray, sigma: FloatArray, l: FloatArray, r: FloatArray, eps: FloatArray) -> FloatArray:
+def _loglik(
+    y: FloatArray, mu: FloatArray, sigma: FloatArray, l: FloatArray, r: FloatArray, eps: FloatArray
+) -> FloatArray:
     """Unchecked core of :func:`loglik_privatised_normal` (used inside quadrature loops)."""
     y, mu, sigma, l, r, eps = np.broadcast_arrays(y, mu, sigma, l, r, eps)
     beta = (r - l) / eps
@@ -277,7 +281,9 @@ def _loglik(y: FloatArray, mu: FloatArray, sigma: FloatArray, l: FloatArray, r: 
 _FD_REL_STEP = 1e-5
 
 
-def _score(y: FloatArray, mu: FloatArray, sigma: FloatArray, l: FloatArray, r: FloatArray, eps: FloatArray) -> FloatArray:
+def _score(
+    y: FloatArray, mu: FloatArray, sigma: FloatArray, l: FloatArray, r: FloatArray, eps: FloatArray
+) -> FloatArray:
     """Central finite differences of the exact log-likelihood in ``(mu, sigma)``; last axis = 2.
 
     The log-likelihood is analytic in ``(mu, sigma)`` for fixed ``y`` and varies on the scale
