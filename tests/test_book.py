@@ -82,12 +82,29 @@ def test_claims_in_an_included_file_are_found(tmp_path: Path) -> None:
     assert any(p.name == "_more.md" for p in deps)
 
 
+def test_claims_table_with_extra_columns() -> None:
+    text = (
+        "## Verdict table\n\n| Claim (notes §) | Statement made precise | Measured | Verdict | Counterexample |\n"
+        "|---|---|---|---|---|\n| Thm 1 | precise | 0.5 | holds only for k=2 | k=3 breaks it |\n"
+    )
+    ch = book.parse_claims_tables(text, "chapters/02-x")
+    (c,) = ch.claims
+    assert (c.claim, c.measured, c.verdict, c.why) == ("Thm 1", "0.5", "holds only for k=2", "k=3 breaks it")
+    assert c.kind == "partly" and ch.anchor == "verdict-table"
+    assert book.claims_columns(["Name", "Measured", "Verdict"]) is None
+
+
 def test_verdict_normalisation() -> None:
     assert book.normalise_verdict("**Not reproduced**") == "not reproduced"
     assert book.normalise_verdict("Partly (see 03b)") == "partly"
     assert book.normalise_verdict("reproduced") == "reproduced"
     assert book.normalise_verdict("Corrected") == "corrected"
     assert book.normalise_verdict("maybe") == "other"
+    assert book.normalise_verdict("holds (over-noised)") == "reproduced"
+    assert book.normalise_verdict("fails (not DP)") == "not reproduced"
+    assert book.normalise_verdict("fails as stated → corrected") == "corrected"
+    md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "One", None, [book.Claim("c", "m", "maybe", "w")])])
+    assert "? other" in md
 
 
 def test_dashboard_counts_and_links(tmp_path: Path) -> None:

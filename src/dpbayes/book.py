@@ -95,11 +95,31 @@ def markdown_tables(text: str) -> list[tuple[int, list[str], list[list[str]]]]:
     return tables
 
 
+def claims_columns(header: list[str]) -> dict[str, int] | None:
+    """Column index of claim / measured / verdict / why in a claims-table header, or ``None``.
+
+    The format of CONTRIBUTING.md is ``| Claim (source §) | Measured | Verdict | Why |``; columns
+    are found by their first word, so extra columns (or ``Claim (notes §)``) are tolerated. A
+    table needs a "Claim" and a "Verdict" column; "Why" falls back to the last column.
+    """
+    names = [h.strip("*_ ").lower() for h in header]
+
+    def find(*words: str) -> int | None:
+        return next((i for i, n in enumerate(names) if n.startswith(words)), None)
+
+    claim, verdict = find("claim"), find("verdict")
+    if claim is None or verdict is None:
+        return None
+    measured = find("measured")
+    why = find("why")
+    if why is None and len(names) - 1 not in (claim, verdict, measured):
+        why = len(names) - 1
+    return {"claim": claim, "measured": -1 if measured is None else measured, "verdict": verdict,
+            "why": -1 if why is None else why}
+
+
 def _is_claims_header(header: list[str]) -> bool:
-    if len(header) < len(CLAIMS_HEADER):
-        return False
-    names = [h.strip("*_ ").lower() for h in header[: len(CLAIMS_HEADER)]]
-    return all(name.startswith(want) for name, want in zip(names, CLAIMS_HEADER))
+    return claims_columns(header) is not None
 
 
 def slugify(title: str) -> str:
@@ -112,13 +132,20 @@ def slugify(title: str) -> str:
 
 
 def normalise_verdict(text: str) -> str:
-    """One of ``VERDICT_ORDER`` (or ``other``) for a verdict cell like ``**Partly** (see below)``."""
+    """One of ``VERDICT_ORDER`` (or ``other``) for a verdict cell like ``**Partly** (see below)``.
+
+    Besides the four verdicts of CONTRIBUTING.md, the wording "holds" (reproduced), "holds only
+    ..." (partly) and "fails" (not reproduced) is understood; "corrected" anywhere wins.
+    """
     low = re.sub(r"[*_`]", "", text).strip().lower()
-    if low.startswith("not reproduced") or low.startswith("not-reproduced") or low.startswith("no"):
+    if "corrected" in low:
+        return "corrected"
+    if low.startswith(("not reproduced", "not-reproduced", "no ", "fails", "false", "refuted", "violated")) or low == "no":
         return "not reproduced"
-    for verdict in ("partly", "corrected", "reproduced"):
-        if low.startswith(verdict):
-            return verdict
+    if low.startswith(("partly", "partially", "holds only", "mostly")):
+        return "partly"
+    if low.startswith(("reproduced", "holds", "confirmed", "yes")):
+        return "reproduced"
     return "other"
 
 
@@ -157,7 +184,8 @@ def parse_claims_tables(text: str, folder: str) -> ChapterClaims:
             break
     result = ChapterClaims(folder=folder, title=title, anchor=None)
     for start, header, rows in markdown_tables(text):
-        if not _is_claims_header(header):
+        cols = claims_columns(header)
+        if cols is None:
             continue
         if result.anchor is None:
             for k in range(start - 1, -1, -1):
@@ -166,10 +194,10 @@ def parse_claims_tables(text: str, folder: str) -> ChapterClaims:
                     result.anchor = slugify(m.group(2))
                     break
         for row in rows:
-            cells = (row + [""] * 4)[:4]
-            if not any(cells):
+            if not any(row):
                 continue
-            result.claims.append(Claim(*cells))
+            get = lambda key: row[cols[key]] if 0 <= cols[key] < len(row) else ""  # noqa: E731
+            result.claims.append(Claim(get("claim"), get("measured"), get("verdict"), get("why")))
     return result
 
 
@@ -200,15 +228,18 @@ def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, a
     if not chapters:
         out.append("No chapter has been written yet.")
     else:
-        out.append("| Chapter | Claims | " + " | ".join(f"{VERDICT_MARK[v]} {v}" for v in VERDICT_ORDER) + " |")
-        out.append("|---|---|" + "---|" * len(VERDICT_ORDER))
+        kinds = list(VERDICT_ORDER)
+        if any(c.kind == "other" for ch in chapters for c in ch.claims):
+            kinds.append("other")
+        out.append("| Chapter | Claims | " + " | ".join(f"{VERDICT_MARK[v]} {v}" for v in kinds) + " |")
+        out.append("|---|---|" + "---|" * len(kinds))
         for ch in chapters:
-            counts = {v: sum(c.kind == v for c in ch.claims) for v in (*VERDICT_ORDER, "other")}
+            counts = {v: sum(c.kind == v for c in ch.claims) for v in kinds}
             link = f"[{ch.title}]({ch.folder}/index.md)"
             if not ch.claims:
-                out.append(f"| {link} | no claims table yet |" + " |" * len(VERDICT_ORDER))
+                out.append(f"| {link} | no claims table yet |" + " |" * len(kinds))
                 continue
-            out.append(f"| {link} | {len(ch.claims)} | " + " | ".join(str(counts[v]) for v in VERDICT_ORDER) + " |")
+            out.append(f"| {link} | {len(ch.claims)} | " + " | ".join(str(counts[v]) for v in kinds) + " |")
         out.append("")
         rows = [(ch, c) for ch in chapters for c in ch.claims]
         if rows:
