@@ -950,6 +950,18 @@ def _audit_ubapp(eps: float, K: int, n_theta: int) -> list[AuditRow | _Pending]:
                              f"K={K}, {n_theta}-point grid; sampled from its matrix"))
         except _Unavailable as exc:
             rows.append(_unavailable_row(label, used, eps, str(exc)))
+    label = "UBaPP, continuous-theta limit (geometric + posterior mean)"
+    try:
+        mod = _require("ubapp", "ubapp_exact")
+        sol = mod.ubapp_exact(K, eps)  # theta_grid=None: the truncated geometric mechanism, remapped
+        ex = exact_privacy_loss(sol.log_P, "adjacent", input_axis=1, log_probabilities=True)
+        draw, values = _matrix_sampler(np.asarray(sol.P).T), np.asarray(sol.estimates)
+        st = (lambda y, g, s, draw=draw, values=values: values[draw(y, g, s)], ex.x, ex.x_prime)
+        rows.append(_Pending(label, used, eps, eps, "exact", ex,
+                             f"y={ex.x} vs y'={ex.x_prime}, estimate {sol.estimates[ex.output]:.4g}", st,
+                             f"K={K}, uniform prior; sampled from its matrix"))
+    except _Unavailable as exc:
+        rows.append(_unavailable_row(label, used, eps, str(exc)))
     label = "LBaPP (Laplace on the posterior mean)"
     try:
         lb = _require("lbapp", "lbapp_logpdf", "lbapp_estimate")
@@ -1098,6 +1110,19 @@ def _audit_counting(eps: float, n: int) -> list[AuditRow | _Pending]:
         st = (_matrix_sampler(PT), ex.x, ex.x_prime)
         rows.append(_Pending(name, used, eps, eps, "exact", ex, f"c={ex.x} vs c'={ex.x_prime}, output {ex.output}", st,
                          "sampled from its matrix"))
+    except _Unavailable as exc:
+        rows.append(_unavailable_row(name, used, eps, str(exc)))
+    name = "optimal private count estimator (LP of Ch. 1 on the count)"
+    try:
+        ct = _require("counting", "optimal_private_estimator")
+        p_ones = 0.3  # the prior probability of a positive record used in Ch. 4's notebooks
+        sol = ct.optimal_private_estimator(n, p_ones, eps)
+        PT = np.asarray(sol.P).T  # rows: counts
+        logP = None if sol.log_P is None else np.asarray(sol.log_P).T
+        ex = exact_privacy_loss(PT if logP is None else logP, "adjacent", log_probabilities=logP is not None)
+        st = (_matrix_sampler(PT), ex.x, ex.x_prime)
+        rows.append(_Pending(name, used, eps, eps, "exact", ex, f"c={ex.x} vs c'={ex.x_prime}, estimate {ex.output}", st,
+                             f"n={n}, Binomial(n, {p_ones}) prior, absolute loss; sampled from its matrix"))
     except _Unavailable as exc:
         rows.append(_unavailable_row(name, used, eps, str(exc)))
     return rows
