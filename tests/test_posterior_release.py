@@ -221,3 +221,14 @@ def test_notes_thresholds():
     assert pr.notes_window_threshold(1.0, 0) == math.inf
     n0, pa, pb = pr.crossover_n(1.0, (1, 1), 0.5, 30)
     assert 1 <= n0 <= 31 and np.all(pa[n0 - 1 :] > pb[n0 - 1 :])
+
+
+def test_ehds_smoothing_beta_is_used():
+    default = pr.exact_output_distribution("EHDS", 20, 1.0, (1, 1))
+    explicit = pr.exact_output_distribution("EHDS", 20, 1.0, (1, 1), smoothing_beta=se.pure_dp_smoothing_beta(20, (1, 1)))
+    np.testing.assert_allclose(default, explicit, rtol=1e-13)
+    other = pr.exact_output_distribution("EHDS", 20, 1.0, (1, 1), smoothing_beta=3.0)
+    assert np.max(np.abs(other - default)) > 1e-3
+    # single data set and binary matrix use the same smooth sensitivity
+    _, logp = pr.release_log_distribution("EHDS", (7, 13), 1.0, (1, 1), smoothing_beta=3.0)
+    np.testing.assert_allclose(np.exp(logp), other[7], rtol=1e-12)

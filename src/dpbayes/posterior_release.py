@@ -169,7 +169,9 @@ def _laplace_release_log_distribution(
 
 
 # -- exponential mechanisms ------------------------------------------------------------------------
-def _exponential_factor(mechanism: str, counts: NDArray[np.int64], eps: float, alpha: NDArray[np.float64]) -> float:
+def _exponential_factor(
+    mechanism: str, counts: NDArray[np.int64], eps: float, alpha: NDArray[np.float64], smoothing_beta: float | None = None
+) -> float:
     """Multiplier of the utility ``-H`` in the exponent (notes Alg. 3, 4, 5)."""
     n = int(counts.sum())
     if mechanism == "EHD":
@@ -178,11 +180,11 @@ def _exponential_factor(mechanism: str, counts: NDArray[np.int64], eps: float, a
         return eps / (2.0 * NOTES_GLOBAL_SENSITIVITY)
     if mechanism == "EHDL":
         return eps / (2.0 * local_sensitivity(counts, alpha))
-    return eps / (4.0 * smooth_sensitivity(counts, alpha))
+    return eps / (4.0 * smooth_sensitivity(counts, alpha, smoothing_beta))
 
 
 def release_log_distribution(
-    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike
+    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike, *, smoothing_beta: float | None = None
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Exact output distribution of one mechanism on one data set, in log space.
 
@@ -196,6 +198,10 @@ def release_log_distribution(
         Privacy parameter the mechanism is calibrated with (``> 0``).
     prior : array_like, shape (k,)
         Dirichlet prior ``alpha``.
+    smoothing_beta : float, optional
+        EHDS only: smoothing parameter of the smooth sensitivity. The default
+        (:func:`dpbayes.sensitivity.pure_dp_smoothing_beta`) is the value with a proof of ``eps``-DP;
+        other values are for exploration only.
 
     Returns
     -------
@@ -212,11 +218,13 @@ def release_log_distribution(
     if mechanism in LAPLACE_MECHANISMS:
         return _laplace_release_log_distribution(mechanism, c, eps)
     cand = candidate_counts(int(c.sum()), alpha.size)
-    score = -np.asarray(hellinger_dirichlet(alpha + c, alpha + cand)) * _exponential_factor(mechanism, c, eps, alpha)
+    score = -np.asarray(hellinger_dirichlet(alpha + c, alpha + cand)) * _exponential_factor(mechanism, c, eps, alpha, smoothing_beta)
     return cand, score - logsumexp(score)
 
 
-def exact_log_output_distribution(mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0)) -> NDArray[np.float64]:
+def exact_log_output_distribution(
+    mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0), *, smoothing_beta: float | None = None
+) -> NDArray[np.float64]:
     """Binary case: ``L[x, j] = log P(mechanism releases Beta(a + j, b + n - j) | data with x ones)``.
 
     Rows ``x = 0..n`` (input neighbours are rows ``x`` and ``x + 1``), columns ``j = 0..n``.
@@ -239,28 +247,32 @@ def exact_log_output_distribution(mechanism: str, n: int, eps: float, prior: Arr
     elif mechanism == "EHDL":
         factor = eps / (2.0 * ls)
     else:
-        factor = eps / (4.0 * smooth_sensitivity_all_binary(n, alpha))
+        factor = eps / (4.0 * smooth_sensitivity_all_binary(n, alpha, smoothing_beta))
     score = -dist * factor[:, None]
     return score - logsumexp(score, axis=1, keepdims=True)
 
 
-def exact_output_distribution(mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0)) -> NDArray[np.float64]:
+def exact_output_distribution(
+    mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0), *, smoothing_beta: float | None = None
+) -> NDArray[np.float64]:
     """Binary case: exact ``(n+1) x (n+1)`` matrix ``P[x, j]`` of output probabilities.
 
     ``P[x, j]`` is the probability that ``mechanism`` (calibrated for ``eps``; see the module table for
     the guarantee each one actually has, :func:`proven_epsilon`) releases ``Beta(a + j, b + n - j)`` when
     the data hold ``x`` ones out of ``n``. Rows sum to 1; input neighbours are rows ``x`` and ``x + 1``.
     """
-    return np.exp(exact_log_output_distribution(mechanism, n, eps, prior))
+    return np.exp(exact_log_output_distribution(mechanism, n, eps, prior, smoothing_beta=smoothing_beta))
 
 
-def privacy_loss_binary(mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0)) -> float:
+def privacy_loss_binary(
+    mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0), *, smoothing_beta: float | None = None
+) -> float:
     """Exact worst-case privacy loss ``max_{x, j} |log P[x, j] - log P[x+1, j]|`` over all binary neighbours.
 
     This is the smallest ``eps'`` for which the mechanism is ``eps'``-DP on data sets of size ``n``
     (``inf`` when some output has probability 0 under one neighbour only).
     """
-    L = exact_log_output_distribution(mechanism, n, eps, prior)
+    L = exact_log_output_distribution(mechanism, n, eps, prior, smoothing_beta=smoothing_beta)
     a, b = L[:-1], L[1:]
     both_impossible = np.isneginf(a) & np.isneginf(b)
     with np.errstate(invalid="ignore"):
@@ -269,7 +281,14 @@ def privacy_loss_binary(mechanism: str, n: int, eps: float, prior: ArrayLike = (
 
 
 def sample_release(
-    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike, rng: np.random.Generator, size: int = 1
+    mechanism: str,
+    counts: ArrayLike,
+    eps: float,
+    prior: ArrayLike,
+    rng: np.random.Generator,
+    size: int = 1,
+    *,
+    smoothing_beta: float | None = None,
 ) -> NDArray[np.int64]:
     """Draw ``size`` releases of ``mechanism`` on the data set with category counts ``counts``.
 
@@ -294,7 +313,7 @@ def sample_release(
         first = np.clip(np.floor(c[: k - 1] + eta), 0, n).astype(np.int64)
         last = np.clip(n - first.sum(axis=1), 0, n)
         return np.concatenate([first, last[:, None]], axis=1)
-    support, logp = release_log_distribution(mechanism, c, eps, alpha)
+    support, logp = release_log_distribution(mechanism, c, eps, alpha, smoothing_beta=smoothing_beta)
     p = np.exp(logp)
     idx = rng.choice(len(support), size=size, p=p / p.sum())
     return support[idx]
