@@ -57,6 +57,9 @@ __all__ = [
     "ubapp_exact",
     "LP_SOLVERS",
     "DEFAULT_LP_SOLVER",
+    "relative_advantage",
+    "eps_advantage_below",
+    "bayes_risk",
 ]
 
 #: Relative tolerance of the DP check: ``P[k, i] <= exp(eps) * P[k, i'] * (1 + DP_RTOL)``.
@@ -139,8 +142,11 @@ def binomial_likelihood(K: int, theta_grid: ArrayLike) -> NDArray[np.float64]:
     """
     K = check_int("K", K, minimum=1)
     theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
-    y = np.arange(K + 1)
-    return stats.binom.pmf(y[:, None], K, theta[None, :])
+    y = np.arange(K + 1, dtype=float)[:, None]
+    # log pmf in closed form (several times faster than scipy.stats.binom.pmf on large grids);
+    # xlogy / xlog1py make 0 * log(0) = 0, so theta = 0 and theta = 1 are exact
+    log_choose = special.gammaln(K + 1.0) - special.gammaln(y + 1.0) - special.gammaln(K - y + 1.0)
+    return np.exp(log_choose + special.xlogy(y, theta[None, :]) + special.xlog1py(K - y, -theta[None, :]))
 
 
 def chain_neighbours(n_obs: int) -> NDArray[np.int64]:
@@ -248,6 +254,18 @@ def _check_problem(
     return L, Q, pi, eps, nb
 
 
+def bayes_risk(P: ArrayLike, loss: ArrayLike, likelihood: ArrayLike, prior: ArrayLike) -> float:
+    """Bayes risk ``tr(Q diag(pi) L P)`` of a randomised estimator ``P`` (paper eqs. (7), (11)).
+
+    Lets an estimator optimised for one loss be scored under another.
+    """
+    P = np.asarray(P, dtype=float)
+    L, Q, pi, _, _ = _check_problem(loss, likelihood, prior, 1.0, [])
+    if P.shape != (L.shape[1], Q.shape[0]):
+        raise ValueError(f"P must have shape ({L.shape[1]}, {Q.shape[0]}), got {P.shape}")
+    return float(np.sum((Q @ (pi[:, None] * L)).T * P))
+
+
 def dp_log_violation(log_P: ArrayLike, eps: float, neighbours: Iterable[Any]) -> float:
     """Largest ``log P[k, i] - log P[k, i'] - eps`` over neighbours, both directions, and ``k``.
 
@@ -259,6 +277,7 @@ def dp_log_violation(log_P: ArrayLike, eps: float, neighbours: Iterable[Any]) ->
     nb = _neighbour_array(neighbours, lp.shape[1])
     if nb.shape[0] == 0:
         return -np.inf
+    lp = lp[~np.all(np.isneginf(lp), axis=1)]  # rows that are zero everywhere cannot break DP
     I, J = _both_directions(nb)
     a, b = lp[:, I], lp[:, J]
     with np.errstate(invalid="ignore"):
@@ -484,15 +503,25 @@ def truncated_geometric_logmatrix(n: int, eps: float) -> NDArray[np.float64]:
 
 def _remap_exact(
     logG: NDArray[np.float64], expected_loss: NDArray[np.float64]
-) -> tuple[NDArray[np.int64], NDArray[np.float64], float]:
-    """Bayes remap: noisy output ``z`` -> estimate ``k`` of least expected loss; ``log P``; risk."""
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], float]:
+    """Bayes remap: noisy output ``z`` -> estimate ``k`` of least expected loss.
+
+    Returns the remap, ``P`` and ``log P`` (``log P[k] = logsumexp of log G[z]`` over the ``z`` mapped
+    to ``k``, vectorised with a per-row maximum so that nothing underflows) and the risk.
+    """
     choice = np.argmin(expected_loss, axis=1)
     risk = float(np.sum(expected_loss[np.arange(expected_loss.shape[0]), choice]))
-    n_est = expected_loss.shape[1]
-    log_P = np.full((n_est, logG.shape[1]), -np.inf)
-    for k in np.unique(choice):
-        log_P[k] = special.logsumexp(logG[choice == k], axis=0)
-    return choice, log_P, risk
+    n_est, n_obs = expected_loss.shape[1], logG.shape[1]
+    used, group = np.unique(choice, return_inverse=True)
+    top = np.full((used.size, n_obs), -np.inf)
+    np.maximum.at(top, group, logG)
+    total = np.zeros((used.size, n_obs))
+    np.add.at(total, group, np.exp(logG - top[group]))
+    log_P = np.full((n_est, n_obs), -np.inf)
+    log_P[used] = top + np.log(total)
+    P = np.zeros((n_est, n_obs))
+    P[used] = np.exp(log_P[used])
+    return choice, P, log_P, risk
 
 
 def private_bayes_exact_count(
@@ -520,12 +549,12 @@ def private_bayes_exact_count(
     t0 = time.perf_counter()
     logG = truncated_geometric_logmatrix(n_obs - 1, eps)
     expected = np.exp(logG) @ (Q @ (pi[:, None] * L))  # (n_z, n_est)
-    choice, log_P, risk = _remap_exact(logG, expected)
+    choice, P, log_P, risk = _remap_exact(logG, expected)
     seconds = time.perf_counter() - t0
     nb = chain_neighbours(n_obs)
     ploss = _require_dp(log_P, eps, nb, "exact solver") if n_obs > 1 else 0.0
     return UbappSolution(
-        P=np.exp(log_P), risk=risk, solver="exact", solve_seconds=seconds, estimates=est, eps=eps,
+        P=P, risk=risk, solver="exact", solve_seconds=seconds, estimates=est, eps=eps,
         privacy_loss=ploss, log_P=log_P, info={"remap": choice},
     )
 
@@ -613,10 +642,58 @@ def ubapp_exact(
     Q = binomial_likelihood(K, theta)
     weights = G @ (Q * pi[None, :])  # weights[z, j] = Pr(z, theta_j)
     expected = expected_loss_matrix(weights, theta, theta, loss)
-    choice, log_P, risk = _remap_exact(logG, expected)
+    choice, P, log_P, risk = _remap_exact(logG, expected)
     seconds = time.perf_counter() - t0
     ploss = _require_dp(log_P, eps, nb, "exact solver")
     return UbappSolution(
-        P=np.exp(log_P), risk=risk, solver="exact", solve_seconds=seconds, estimates=theta, eps=eps,
+        P=P, risk=risk, solver="exact", solve_seconds=seconds, estimates=theta, eps=eps,
         privacy_loss=ploss, log_P=log_P, info={"remap": choice},
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Comparison with the Laplace baseline (beyond the paper)
+# --------------------------------------------------------------------------------------------
+
+
+def relative_advantage(K: int, eps: float, beta_prior: tuple[float, float] = (1.0, 1.0)) -> float:
+    """``(MSE_LBaPP - MSE_UBaPP) / MSE_LBaPP``, both exact, UBaPP in the continuous-theta limit."""
+    from dpbayes.lbapp import lbapp_mse
+
+    a, b = beta_prior
+    lb = lbapp_mse(K, eps, a, b)
+    return (lb - ubapp_exact(K, eps, beta_prior=(a, b)).risk) / lb
+
+
+def eps_advantage_below(
+    K: int,
+    level: float = 0.01,
+    beta_prior: tuple[float, float] = (1.0, 1.0),
+    eps_range: tuple[float, float] = (1e-4, 1e3),
+    n_scan: int = 241,
+) -> float:
+    """Smallest eps beyond which UBaPP's relative advantage over LBaPP stays below ``level``.
+
+    Scans ``n_scan`` log-spaced values of eps in ``eps_range``, takes the last scanned value at which
+    the advantage is still ``>= level`` and refines the crossing after it with Brent's method.
+    Returns ``nan`` if the advantage is below ``level`` on the whole range, ``inf`` if it never
+    falls below it.
+    """
+    from scipy.optimize import brentq
+
+    K = check_int("K", K, minimum=1)
+    level = float(check_positive("level", level))
+    lo, hi = check_positive("eps_range", np.asarray(eps_range, dtype=float))
+    if not lo < hi:
+        raise ValueError(f"eps_range must be increasing, got {eps_range!r}")
+    n_scan = check_int("n_scan", n_scan, minimum=3)
+    grid = np.geomspace(lo, hi, n_scan)
+    adv = np.array([relative_advantage(K, e, beta_prior) for e in grid])
+    above = np.nonzero(adv >= level)[0]
+    if above.size == 0:
+        return float("nan")
+    last = int(above[-1])
+    if last == n_scan - 1:
+        return float("inf")
+    f = lambda log_e: relative_advantage(K, float(np.exp(log_e)), beta_prior) - level  # noqa: E731
+    return float(np.exp(brentq(f, np.log(grid[last]), np.log(grid[last + 1]), xtol=1e-12)))
