@@ -9,6 +9,7 @@ NBVAL_FLAGS := --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cach
 JOBS ?= 2
 # Offline MathJax 3 for the rendered book (copied into _build/html/_static/mathjax by dpbayes.book).
 BOOK_PACKAGES := django-static-mathjax==3.2.2.1
+BOOK_STAMP := $(VENV)/.installed-$(subst ==,-,$(BOOK_PACKAGES))
 # The browser test renders the stored notebook outputs (just validated by nbval) without executing.
 BROWSER_DIR := _build/browser
 CHROMIUM := /usr/bin/chromium
@@ -16,18 +17,23 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: book test unit notebooks figures browser browser-build chromium setup clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(BOOK_STAMP)
 
-$(STAMP): requirements.txt pyproject.toml Makefile
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt $(BOOK_PACKAGES)
+	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
+# the packages only the rendered book needs (the stamp's name changes with their versions)
+$(BOOK_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet $(BOOK_PACKAGES)
+	touch $(BOOK_STAMP)
+
 # jupyter-cache keys a notebook on its code cells only: drop the cache when the library changes.
 # (src/dpbayes/book.py is the book's Sphinx extension: it does not change any notebook output.)
-book: $(STAMP)
+book: $(STAMP) $(BOOK_STAMP)
 	@mkdir -p _build
 	@hash=$$(find src \( -name '*.py' -o -name '*.mplstyle' \) ! -name book.py | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
 	if [ "$$(cat _build/.src-hash 2>/dev/null)" != "$$hash" ]; then \
@@ -52,7 +58,7 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core; }
 
 # The book rendered from the stored outputs into $(BROWSER_DIR)/_build/html (execute_notebooks: off).
-browser-build: $(STAMP)
+browser-build: $(STAMP) $(BOOK_STAMP)
 	rm -rf $(BROWSER_DIR) && mkdir -p $(BROWSER_DIR)
 	$(BIN)/python -c "import yaml; c = yaml.safe_load(open('_config.yml')); \
 	c.setdefault('execute', {})['execute_notebooks'] = 'off'; \

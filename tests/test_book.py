@@ -114,7 +114,7 @@ def test_dashboard_counts_and_links(tmp_path: Path) -> None:
     md = book.verdicts_markdown(chapters)
     assert "| [Chapter 9 — Toy](chapters/09-toy/index.md) | 4 | 1 | 1 | 1 | 1 |" in md
     assert "[Chapter 10](chapters/10-empty/index.md) | no claims table yet" in md
-    assert md.count("[claims table](chapters/09-toy/index.md#claims-and-verdicts)") == 4
+    assert md.count("| [Ch. 9](chapters/09-toy/index.md#claims-and-verdicts) |") == 4
     assert "(chapters/09-toy/09a-toy.ipynb)" not in md or "09a" in md  # rebased when present
     assert "Privacy audit" not in md
     assert book.verdicts_markdown([]).startswith("No chapter")

@@ -243,15 +243,16 @@ def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, a
         out.append("")
         rows = [(ch, c) for ch in chapters for c in ch.claims]
         if rows:
-            out.append("| Chapter | Claim (source §) | Measured | Verdict | Evidence |")
-            out.append("|---|---|---|---|---|")
+            out.append("| Chapter (evidence) | Claim (source §) | Measured | Verdict |")
+            out.append("|---|---|---|---|")
             for ch, c in rows:
                 number = re.match(r"^(\d+)", ch.folder.rsplit("/", 1)[-1])
                 label = f"Ch. {int(number.group(1))}" if number else ch.title
                 target = f"{ch.folder}/index.md" + (f"#{ch.anchor}" if ch.anchor else "")
                 out.append(
-                    f"| {label} | {_cell(rebase_links(c.claim, ch.folder))} | {_cell(rebase_links(c.measured, ch.folder))} "
-                    f"| {VERDICT_MARK[c.kind]} {_cell(rebase_links(c.verdict, ch.folder))} | [claims table]({target}) |"
+                    f"| [{label}]({target}) | {_cell(rebase_links(c.claim, ch.folder))} "
+                    f"| {_cell(rebase_links(c.measured, ch.folder))} "
+                    f"| {VERDICT_MARK[c.kind]} {_cell(rebase_links(c.verdict, ch.folder))} |"
                 )
             out.append("")
     if audit_link is not None:
