@@ -232,3 +232,14 @@ def test_ehds_smoothing_beta_is_used():
     # single data set and binary matrix use the same smooth sensitivity
     _, logp = pr.release_log_distribution("EHDS", (7, 13), 1.0, (1, 1), smoothing_beta=3.0)
     np.testing.assert_allclose(np.exp(logp), other[7], rtol=1e-12)
+
+
+def test_three_category_exact_privacy_loss():
+    # Lap(2/eps) on two counts: moving a record between the two noised categories costs eps exactly.
+    assert pr.privacy_loss_multi("LSHist", 5, 1.0, (1, 1, 1)) == pytest.approx(1.0, rel=1e-12)
+    assert pr.privacy_loss_multi("LSDim", 5, 1.0, (1, 1, 1)) == pytest.approx(2 / 3, rel=1e-12)
+    for mechanism in ("EHD", "EHDS"):
+        for prior in ((1.0, 1.0, 1.0), (0.5, 2.0, 0.3)):
+            assert pr.privacy_loss_multi(mechanism, 5, 1.0, prior) <= 1.0 + 1e-9
+    # binary special case agrees with the matrix version
+    assert pr.privacy_loss_multi("EHDL", 12, 1.0, (0.5, 0.5)) == pytest.approx(pr.privacy_loss_binary("EHDL", 12, 1.0, (0.5, 0.5)), rel=1e-12)

@@ -60,6 +60,7 @@ __all__ = [
     "exact_log_output_distribution",
     "exact_output_distribution",
     "privacy_loss_binary",
+    "privacy_loss_multi",
     "sample_release",
     "error_distribution",
     "mean_error",
@@ -278,6 +279,36 @@ def privacy_loss_binary(
     with np.errstate(invalid="ignore"):
         diff = np.where(both_impossible, 0.0, np.abs(a - b))
     return float(np.max(diff))
+
+
+def privacy_loss_multi(mechanism: str, n: int, eps: float, prior: ArrayLike, *, smoothing_beta: float | None = None) -> float:
+    """Exact worst-case privacy loss for ``k >= 2`` categories over all data sets of size ``n``.
+
+    Neighbours: ``c`` and ``c - e_i + e_j`` (one record changes category). Every data set has the same
+    output support (all candidates for the exponential mechanisms, the full noise grid for the Laplace
+    ones), so the loss is ``max |log P_c(r) - log P_c'(r)|`` over all pairs and outputs.
+    """
+    _check_mechanism(mechanism)
+    alpha = check_prior(prior)
+    n = check_int("n", n, minimum=1, maximum=60)
+    data = candidate_counts(n, alpha.size)
+    index = {tuple(int(v) for v in c): i for i, c in enumerate(data)}
+    logs = [release_log_distribution(mechanism, c, eps, alpha, smoothing_beta=smoothing_beta)[1] for c in data]
+    worst = 0.0
+    for c in data:
+        for i in range(alpha.size):
+            if c[i] == 0:
+                continue
+            for j in range(alpha.size):
+                if j == i:
+                    continue
+                nb = c.copy()
+                nb[i] -= 1
+                nb[j] += 1
+                a, b = logs[index[tuple(int(v) for v in c)]], logs[index[tuple(int(v) for v in nb)]]
+                finite = np.isfinite(a) | np.isfinite(b)
+                worst = max(worst, float(np.max(np.abs(a[finite] - b[finite]))))
+    return worst
 
 
 def sample_release(
