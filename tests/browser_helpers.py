@@ -8,7 +8,8 @@ server):
 - no JavaScript console error and no uncaught exception;
 - every ``<img>`` loaded (``naturalWidth > 0``);
 - math typeset: no MathJax error node, and no raw ``$...$``, ``$$``, ``\\(``, ``\\[`` or
-  ``\\begin{`` left in the visible text outside code (nor an unrendered ``|---|`` Markdown table);
+  ``\\begin{`` left in the visible text outside code (nor an unrendered ``|---|`` Markdown table,
+  nor a stray backtick from broken inline code);
 - every internal link resolves (HTTP 200, and the ``#fragment`` exists in the target page).
 
 Chromium is Debian's (``/usr/bin/chromium``, or ``$CHROMIUM``), driven by Playwright with
@@ -47,6 +48,9 @@ RAW_MATH = [
     (re.compile(r"(?<![\\\w$])\$(?=[^\s$])[^$\n]{1,200}?(?<=[^\s\\])\$(?![\w$])"), "raw $...$ left in text"),
     (re.compile(r"\\begin\{"), "raw \\begin{ left in text"),
     (re.compile(r"\|\s*:?-{3,}:?\s*\|"), "unrendered Markdown table (|---|) left in text"),
+    # a backtick outside code: broken inline code, typically a `|` inside a table cell that split it
+    # (write \| there, also inside backticks)
+    (re.compile(r"`"), "stray backtick (broken inline code: an unescaped | in a table cell?)"),
 ]
 
 # Visible text outside code and outside typeset math; waits for MathJax to finish first.

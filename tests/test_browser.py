@@ -148,3 +148,4 @@ def test_raw_math_detector() -> None:
     assert raw_math_problems("$$x$$")
     assert not raw_math_problems("it costs 5 $ and nothing else; a plain text page")
     assert raw_math_problems("| a | b | |:---|---:| | 1 | 2 |")
+    assert raw_math_problems("quantile / `max_{ k <=ln(1/gamma)/eps} H")
