@@ -42,7 +42,7 @@ book: $(STAMP) $(BOOK_STAMP)
 
 test: unit notebooks figures browser
 
-unit: $(STAMP)
+unit: $(STAMP) $(BOOK_STAMP)
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --ignore=tests/test_browser.py
 
 notebooks: $(STAMP)
