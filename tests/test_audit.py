@@ -227,6 +227,21 @@ def test_statistical_bound_input_errors():
     assert res.eps_lower == 0.0
 
 
+def test_statistical_search_over_pairs():
+    # The search picks pair, direction and event on the selection half by itself. Halved Laplace
+    # scale on counts: it must find a violation of eps = 1; the correct scale must stay below 1.
+    pairs = [(0, 1), (3, 4), (7, 8)]
+    broken = A.statistical_search(lambda c, g, s: A._reference_laplace_count(c, 1.0, g, s, scale_factor=0.5), pairs,
+                                  np.random.default_rng(11), n_samples=40_000)
+    assert 1.0 < broken.eps_lower <= 2.0
+    correct = A.statistical_search(lambda c, g, s: A._reference_laplace_count(c, 1.0, g, s), pairs,
+                                   np.random.default_rng(12), n_samples=40_000)
+    assert 0.8 < correct.eps_lower <= 1.0
+    assert (correct.numerator, correct.denominator) in {p for q in pairs for p in (q, q[::-1])}
+    with pytest.raises(ValueError, match="pairs must hold at least one"):
+        A.statistical_search(lambda c, g, s: g.random(s), [], np.random.default_rng(0))
+
+
 def test_repeat_sampler():
     mech = A.repeat_sampler(lambda x, g: x + g.laplace())
     out = mech(2.0, np.random.default_rng(0), 5)

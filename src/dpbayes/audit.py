@@ -52,6 +52,7 @@ __all__ = [
     "density_privacy_loss",
     "clopper_pearson",
     "statistical_lower_bound",
+    "statistical_search",
     "repeat_sampler",
     "MutationCase",
     "mutation_audit",
@@ -608,73 +609,127 @@ def statistical_lower_bound(
         summary of a continuous vector output). Post-processing cannot increase the privacy
         loss, so the bound stays valid for the mechanism itself.
     """
-    rng = check_rng("rng", rng)
-    n_samples = check_int("n_samples", n_samples, minimum=20)
-    confidence = check_probability("confidence", confidence, open_interval=True)
-    max_categories = check_int("max_categories", max_categories, minimum=2)
-    n_thresholds = check_int("n_thresholds", n_thresholds, minimum=1)
+    return statistical_search(
+        mechanism, [(x, x_prime)], rng, n_samples=n_samples, confidence=confidence, max_categories=max_categories,
+        n_thresholds=n_thresholds, statistic=statistic,
+    )
+
+
+@dataclass
+class _PairSample:
+    """Outputs of one candidate pair, their labels and the candidate events of its selection half."""
+
+    x: Any
+    x_prime: Any
+    out_a: NDArray[Any]
+    out_b: NDArray[Any]
+    lab_a: NDArray[np.intp] | None
+    lab_b: NDArray[np.intp] | None
+    n_labels: int
+    categories: NDArray[Any]
+    events: list[list[tuple[str, Any]]]  # [favouring x, favouring x_prime]
+
+
+def _draw_pair(
+    mechanism: Callable[[Any, np.random.Generator, int], ArrayLike], x: Any, x_prime: Any, rng: np.random.Generator,
+    n_samples: int, half: int, max_categories: int, n_thresholds: int, statistic: Callable[[NDArray[Any]], NDArray[Any]] | None,
+) -> _PairSample:
     out_a = np.asarray(mechanism(x, rng, n_samples))
     out_b = np.asarray(mechanism(x_prime, rng, n_samples))
     if statistic is not None:
         out_a, out_b = np.asarray(statistic(out_a)), np.asarray(statistic(out_b))
     if out_a.shape[:1] != (n_samples,) or out_b.shape != out_a.shape or out_a.ndim > 2:
         raise ValueError(f"mechanism must return an array of shape (size,) or (size, d); got {out_a.shape} and {out_b.shape}")
-    half = n_samples // 2
-    n_test = n_samples - half
-
     # Category labels only *name* output values (built on the pooled sample); whether outputs are
     # treated as categorical, and which categories an event may contain, depend on the
     # selection half alone, so the test half stays independent of the chosen event.
-    pooled = np.concatenate([out_a, out_b])
-    categories, inverse = _label_outputs(pooled)
+    categories, inverse = _label_outputs(np.concatenate([out_a, out_b]))
     seen = np.unique(np.concatenate([inverse[:half], inverse[n_samples : n_samples + half]]))
+    lab_a = lab_b = None
+    n_labels = 0
     if 2 <= seen.size <= max_categories:
         lab_a, lab_b = inverse[:n_samples], inverse[n_samples:]
         n_labels = int(categories.shape[0])
-    else:
-        lab_a = lab_b = None
-        n_labels = 0
-    if lab_a is None and out_a.ndim != 1:
+    elif out_a.ndim != 1:
         raise ValueError("vector outputs need at most max_categories distinct values; pass a scalar statistic instead")
+    sel = slice(0, half)
+    la = None if lab_a is None else lab_a[sel]
+    lb = None if lab_b is None else lab_b[sel]
+    events = [
+        _events_from_selection(out_a[sel], out_b[sel], la, lb, n_labels, n_thresholds),
+        # events "favouring x_prime": the same construction with the roles swapped
+        _events_from_selection(out_b[sel], out_a[sel], lb, la, n_labels, n_thresholds),
+    ]
+    return _PairSample(x, x_prime, out_a, out_b, lab_a, lab_b, n_labels, categories, events)
 
-    def split(lab: NDArray[np.intp] | None, part: slice) -> NDArray[np.intp] | None:
-        return None if lab is None else lab[part]
 
-    sel, tst = slice(0, half), slice(half, n_samples)
-    events = _events_from_selection(out_a[sel], out_b[sel], split(lab_a, sel), split(lab_b, sel), n_labels, n_thresholds)
-    # Events "favouring x_prime" come from the same construction with the roles swapped.
-    events_rev = _events_from_selection(out_b[sel], out_a[sel], split(lab_b, sel), split(lab_a, sel), n_labels, n_thresholds)
-    if not events and not events_rev:
+def statistical_search(
+    mechanism: Callable[[Any, np.random.Generator, int], ArrayLike],
+    pairs: list[tuple[Any, Any]],
+    rng: np.random.Generator,
+    *,
+    n_samples: int = 200_000,
+    confidence: float = 0.95,
+    max_categories: int = 2_000,
+    n_thresholds: int = 400,
+    statistic: Callable[[NDArray[Any]], NDArray[Any]] | None = None,
+) -> StatisticalAudit:
+    """Black-box lower confidence bound on epsilon, searching over candidate neighbouring pairs.
+
+    As :func:`statistical_lower_bound`, but the *selection* half of every pair's samples chooses
+    the pair, the direction and the event together (StatDP's search over inputs); only that one
+    event is then evaluated on its pair's *test* half, so the bound needs no correction for the
+    number of pairs searched. ``n_samples`` outputs are drawn per input of every pair.
+    """
+    rng = check_rng("rng", rng)
+    n_samples = check_int("n_samples", n_samples, minimum=20)
+    confidence = check_probability("confidence", confidence, open_interval=True)
+    max_categories = check_int("max_categories", max_categories, minimum=2)
+    n_thresholds = check_int("n_thresholds", n_thresholds, minimum=1)
+    if len(pairs) == 0:
+        raise ValueError("pairs must hold at least one (x, x_prime) pair")
+    half = n_samples // 2
+    n_test = n_samples - half
+    samples = [_draw_pair(mechanism, a, b, rng, n_samples, half, max_categories, n_thresholds, statistic) for a, b in pairs]
+    n_events = sum(len(e) for ps in samples for e in ps.events)
+    if n_events == 0:
+        x, x_prime = pairs[0]
         return StatisticalAudit(0.0, confidence, "no event (constant output)", x, x_prime, 0, 0, n_test, 0.0)
 
     # Winner's curse: the maximum over many candidate events of a bound at the final confidence
     # favours rare events with lucky counts. Scoring the selection half at a Bonferroni-adjusted
     # confidence prefers events with large counts, which then hold up on the test half.
-    selection_confidence = 1.0 - (1.0 - confidence) / (len(events) + len(events_rev))
+    selection_confidence = 1.0 - (1.0 - confidence) / n_events
+    sel, tst = slice(0, half), slice(half, n_samples)
     best_val, best = -np.inf, None
-    for direction, evs in ((0, events), (1, events_rev)):
-        if not evs:
-            continue
-        ka = _event_counts(evs, out_a[sel], split(lab_a, sel), n_labels)
-        kb = _event_counts(evs, out_b[sel], split(lab_b, sel), n_labels)
-        num, den = (ka, kb) if direction == 0 else (kb, ka)
-        score = _log_ratio_lower(num, den, half, selection_confidence)
-        i = int(np.argmax(score))
-        if score[i] > best_val or best is None:
-            best_val, best = float(score[i]), (direction, evs[i])
+    for ps in samples:
+        la = None if ps.lab_a is None else ps.lab_a[sel]
+        lb = None if ps.lab_b is None else ps.lab_b[sel]
+        for direction, evs in enumerate(ps.events):
+            if not evs:
+                continue
+            ka = _event_counts(evs, ps.out_a[sel], la, ps.n_labels)
+            kb = _event_counts(evs, ps.out_b[sel], lb, ps.n_labels)
+            num, den = (ka, kb) if direction == 0 else (kb, ka)
+            score = _log_ratio_lower(num, den, half, selection_confidence)
+            i = int(np.argmax(score))
+            if best is None or score[i] > best_val:
+                best_val, best = float(score[i]), (ps, direction, evs[i])
     assert best is not None
-    direction, (kind, arg) = best
-    ka_t = _event_counts([(kind, arg)], out_a[tst], split(lab_a, tst), n_labels)[0]
-    kb_t = _event_counts([(kind, arg)], out_b[tst], split(lab_b, tst), n_labels)[0]
+    ps, direction, (kind, arg) = best
+    la = None if ps.lab_a is None else ps.lab_a[tst]
+    lb = None if ps.lab_b is None else ps.lab_b[tst]
+    ka_t = _event_counts([(kind, arg)], ps.out_a[tst], la, ps.n_labels)[0]
+    kb_t = _event_counts([(kind, arg)], ps.out_b[tst], lb, ps.n_labels)[0]
     num_k, den_k = (ka_t, kb_t) if direction == 0 else (kb_t, ka_t)
     lower = float(_log_ratio_lower(np.array([num_k]), np.array([den_k]), n_test, confidence)[0])
     with np.errstate(divide="ignore"):
         point = float(np.log(num_k) - np.log(den_k)) if num_k > 0 else -np.inf
-    numerator, denominator = (x, x_prime) if direction == 0 else (x_prime, x)
+    numerator, denominator = (ps.x, ps.x_prime) if direction == 0 else (ps.x_prime, ps.x)
     return StatisticalAudit(
         eps_lower=max(lower, 0.0),
         confidence=confidence,
-        event=_describe(kind, arg, categories if n_labels else None),
+        event=_describe(kind, arg, ps.categories if ps.n_labels else None),
         numerator=numerator,
         denominator=denominator,
         count_numerator=int(num_k),
