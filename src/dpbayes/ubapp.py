@@ -68,12 +68,12 @@ DP_RTOL = 1e-9
 MAX_REPAIR_WEIGHT = 1e-6
 #: LP solvers shipped with CVXPY that this module accepts.
 LP_SOLVERS = ("HIGHS", "CLARABEL", "SCS", "OSQP")
-#: Default LP solver. Chosen by measurement (``benchmarks/bench_ubapp.py``): HiGHS (dual simplex
-#: with crossover) returns a vertex, so the DP inequalities that are active hold to rounding
-#: error and no repair is needed, and it was the fastest of the four at paper scale. The
-#: interior-point/first-order solvers (CLARABEL, SCS, OSQP) stop at a tolerance of about 1e-8
-#: absolute, which breaks the DP inequalities between tiny entries by far more than 1e-9 relative
-#: (see the benchmark and the chapter for the numbers).
+#: Default LP solver, chosen by measurement (``benchmarks/bench_ubapp.py``, K = 100): HiGHS (simplex)
+#: returns a vertex, whose active DP inequalities hold to rounding error, and it is the only one of
+#: the four whose answers could be certified eps-DP over the whole eps range. At eps = 0.001
+#: (M = 101) its raw answer is DP to 1e-14 and equals the exact optimum, while CLARABEL (faster:
+#: 2.8 s vs 10.5 s) needs a repair weight 9e-6 and SCS 2.6e-2 (both above ``MAX_REPAIR_WEIGHT``);
+#: at eps = 1 (M = 201) CLARABEL is faster (0.8 s vs 2.9 s) and repairable, SCS and OSQP are not.
 DEFAULT_LP_SOLVER = "HIGHS"
 # HiGHS's default feasibility tolerance (1e-7) lets tiny entries break the DP inequalities and the
 # objective fall below the true optimum by ~1e-9; tighter tolerances keep it within ~1e-12.
