@@ -294,13 +294,16 @@ def test_verdict_rules():
     assert A.verdict(1.0, 1.0, np.nan, np.nan) == "not yet available"
 
 
-@pytest.mark.parametrize(("eps", "n", "K", "n_theta"), [(0.05, 12, 4, 41), (1.0, 50, 10, 101), (4.0, 7, 3, 41)])
-def test_every_book_mechanism_meets_its_claim_exactly(eps, n, K, n_theta):
-    # (1.0, 50, 10, 101) are the audit page's defaults
-    rows = A.audit_book_mechanisms(eps, np.random.default_rng(0), n=n, K=K, n_theta=n_theta, n_multi=n // 5, n_samples=0)
+@pytest.mark.parametrize(
+    ("eps", "n", "K", "n_theta", "n_large"), [(0.05, 12, 4, 41, 40), (1.0, 50, 10, 101, 300), (4.0, 7, 3, 41, 20)]
+)
+def test_every_book_mechanism_meets_its_claim_exactly(eps, n, K, n_theta, n_large):
+    # (1.0, 50, 10, 101, 300) are the audit page's defaults
+    rows = A.audit_book_mechanisms(eps, np.random.default_rng(0), n=n, K=K, n_theta=n_theta, n_multi=n // 5, n_large=n_large,
+                                   n_samples=0)
     missing = [(r.mechanism, r.note) for r in rows if r.verdict == "not yet available"]
     assert not missing, f"mechanisms the book uses are not auditable: {missing}"
-    assert len(rows) >= 22
+    assert len(rows) >= 28
     for r in rows:
         assert np.isfinite(r.audited_eps), r
         if r.claims_dp:
@@ -310,11 +313,15 @@ def test_every_book_mechanism_meets_its_claim_exactly(eps, n, K, n_theta):
     (author,) = [r for r in rows if "author's noise scale" in r.mechanism]
     assert author.audited_eps == pytest.approx(np.sqrt(2) * eps, rel=1e-9)
     assert author.verdict == "not eps-DP as calibrated" and not author.claims_dp
+    if n_large == 300:
+        # Ch. 2's counterexample: EHDL (local sensitivity, no DP claim) exceeds eps = 1 at n = 300
+        (ehdl,) = [r for r in rows if r.mechanism == "EHDL (n = 300)"]
+        assert ehdl.audited_eps > 1.05 and ehdl.verdict == "not eps-DP as calibrated"
 
 
 @pytest.mark.slow
 def test_book_audit_with_statistics_finds_no_violation():
-    rows = A.audit_book_mechanisms(1.0, np.random.default_rng(1), n=20, K=8, n_theta=41, n_multi=5, n_samples=40_000)
+    rows = A.audit_book_mechanisms(1.0, np.random.default_rng(1), n=20, K=8, n_theta=41, n_multi=5, n_large=40, n_samples=40_000)
     for r in rows:
         assert r.verdict in ("holds", "within eps here (no general claim)", "not eps-DP as calibrated"), r
         assert r.statistical_lower <= r.audited_eps + A.CLAIM_ATOL, r  # a valid lower bound sits below the exact loss

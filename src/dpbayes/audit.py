@@ -1063,6 +1063,27 @@ def _audit_posterior_release(eps: float, n: int, prior: tuple[float, float]) -> 
     return rows
 
 
+def _audit_posterior_release_at(eps: float, n: int, prior: tuple[float, float]) -> list[AuditRow | _Pending]:
+    """Chapter 02, binary data, at one (large) data-set size and prior: where Ch. 2 found EHDL's
+    loss above eps (Beta(0.05, 0.05), n = 300 in its notebook 02a)."""
+    used = f"Ch. 2 (posterior release, n = {n}, Beta({prior[0]:g}, {prior[1]:g}))"
+    try:
+        pr = _require("posterior_release", "MECHANISMS", "exact_log_output_distribution", "sample_release", "proven_epsilon")
+    except _Unavailable as exc:
+        return [_unavailable_row(f"{m} (n = {n})", used, eps, str(exc)) for m in ("LSDim", "LSHist", "EHD", "EHDL", "EHDS")]
+    rows: list[AuditRow | _Pending] = []
+    for m in pr.MECHANISMS:
+        ex = exact_privacy_loss(pr.exact_log_output_distribution(m, n, eps, prior), "adjacent", log_probabilities=True)
+        claimed = float(pr.proven_epsilon(m, eps, n, prior))
+        st = (lambda x, g, s, m=m: pr.sample_release(m, (int(x), n - int(x)), eps, prior, g, s)[:, 0], ex.x, ex.x_prime)
+        note = (f"n={n}, Beta{tuple(prior)} prior; " + (
+            "no DP claim in Ch. 2: the exponential mechanism's factor uses the data's local sensitivity"
+            if not np.isfinite(claimed) else f"Ch. 2's proven eps: {claimed:.4g}"))
+        rows.append(_Pending(f"{m} (n = {n})", used, eps, claimed, "exact", ex,
+                             f"x={ex.x} vs x'={ex.x_prime}, released j={ex.output}", st, note))
+    return rows
+
+
 def _audit_posterior_release_multi(eps: float, n: int) -> list[AuditRow | _Pending]:
     """Chapter 02 with 3 categories: every data set of size ``n``, replace-one neighbours."""
     used = "Ch. 2 (posterior release, 3 categories)"
@@ -1191,6 +1212,8 @@ def audit_book_mechanisms(
     K: int = 10,
     n_theta: int = 101,
     n_multi: int = 10,
+    n_large: int = 300,
+    prior_large: tuple[float, float] = (0.05, 0.05),
     prior: tuple[float, float] = (1.0, 1.0),
     low: float = -1.0,
     high: float = 1.0,
@@ -1222,6 +1245,9 @@ def audit_book_mechanisms(
     n_multi : int
         Data-set size of the 3-category posterior-release audit (every data set of that size,
         Dirichlet(1, 1, 1) prior); 0 skips it.
+    n_large, prior_large : int, (a, b)
+        One more binary posterior-release audit at this single size and prior (defaults: the
+        setting where Ch. 2 found EHDL's loss above eps); ``n_large = 0`` skips it.
     prior : (a, b)
         Beta prior of the posterior-release mechanisms.
     low, high : float
@@ -1237,6 +1263,9 @@ def audit_book_mechanisms(
     K = check_int("K", K, minimum=1, maximum=2000)
     n_theta = check_int("n_theta", n_theta, minimum=2, maximum=2001)
     n_multi = check_int("n_multi", n_multi, minimum=0, maximum=40)
+    n_large = check_int("n_large", n_large, minimum=0, maximum=3000)
+    check_positive("prior_large", prior_large)
+    prior_large_t = (float(prior_large[0]), float(prior_large[1]))
     n_samples = check_int("n_samples", n_samples, minimum=0)
     if 0 < n_samples < 20:
         raise ValueError(f"n_samples must be 0 (skip) or >= 20, got {n_samples}")
@@ -1248,6 +1277,7 @@ def audit_book_mechanisms(
     audits = [
         *_audit_ubapp(eps, K, n_theta),
         *_audit_posterior_release(eps, n, prior_t),
+        *(_audit_posterior_release_at(eps, n_large, prior_large_t) if n_large > 0 else []),
         *(_audit_posterior_release_multi(eps, n_multi) if n_multi > 0 else []),
         *_audit_truncation(eps, float(low), float(high)),
         *_audit_counting(eps, n),
