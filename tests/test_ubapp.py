@@ -11,14 +11,17 @@ from dpbayes.ubapp import (
     DP_RTOL,
     PrivacyCheckError,
     _repair,
+    bayes_risk,
     beta_prior_on_grid,
     binomial_likelihood,
     chain_neighbours,
     dp_log_violation,
+    eps_advantage_below,
     expected_loss_matrix,
     private_bayes_exact_count,
     private_bayes_lp,
     privacy_loss,
+    relative_advantage,
     truncated_geometric_logmatrix,
     ubapp_exact,
     ubapp_lp,
@@ -253,3 +256,28 @@ def test_bad_lp_input_is_rejected():
         private_bayes_lp(L, -Q, pi, 1.0, chain_neighbours(3))
     with pytest.raises(ValueError, match="continuous"):
         ubapp_exact(3, 1.0, loss="absolute")
+
+
+# ------------------------------------------------------------------------------------------
+# Helpers used by the chapter
+# ------------------------------------------------------------------------------------------
+
+def test_bayes_risk_scores_a_solution():
+    theta = np.linspace(0, 1, 21)
+    sol = ubapp_exact(6, 0.4, theta)
+    Q, pi = binomial_likelihood(6, theta), uniform_prior(theta)
+    assert np.isclose(bayes_risk(sol.P, squared_loss_matrix(theta), Q, pi), sol.risk, rtol=1e-12)
+    # scored under another loss, the squared-loss optimum cannot beat the absolute-loss optimum
+    opt_abs = ubapp_exact(6, 0.4, theta, loss="absolute")
+    assert bayes_risk(sol.P, absolute_loss_matrix(theta), Q, pi) >= opt_abs.risk - 1e-15
+
+
+def test_advantage_threshold_is_a_crossing():
+    K, level = 10, 0.01
+    e_star = eps_advantage_below(K, level, n_scan=21)
+    assert np.isclose(relative_advantage(K, e_star), level, rtol=1e-6)
+    assert relative_advantage(K, 0.5 * e_star) > level
+    assert relative_advantage(K, 2.0 * e_star) < level
+    assert 0 < relative_advantage(K, 1.0) < 1
+    with pytest.raises(ValueError, match="eps_range"):
+        eps_advantage_below(K, level, eps_range=(1.0, 0.1))
