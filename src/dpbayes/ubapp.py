@@ -13,9 +13,12 @@ Two solvers of the same problem are provided:
 * :func:`private_bayes_exact_count` / :func:`ubapp_exact` solve it in closed form when the
   observation is a count ``y in {0..n}`` whose neighbours are ``y`` and ``y + 1``: release the
   count through the truncated geometric mechanism (Ghosh, Roughgarden & Sundararajan 2009) and
-  map every noisy count to the estimate of least posterior expected loss. The derivation and
-  the numerical evidence of its optimality are in the chapter (``chapters/01-ubapp``); the tests
-  compare it with the LP on random cases.
+  map every noisy count to the estimate of least posterior expected loss. It attains the LP
+  optimum (to rounding) for likelihoods with a monotone likelihood ratio (binomial, truncated
+  Poisson) and losses increasing in ``|theta - t|`` in every case we tried, but *not* for arbitrary
+  loss/likelihood matrices (gaps of a few per cent); this is verified numerically, not proved.
+  The argument and the evidence are in the chapter (``chapters/01-ubapp``); the tests compare
+  it with the LP on random cases.
 
 Privacy guarantee of every returned ``P`` (both solvers): for each neighbouring pair
 ``(i, i')`` and each estimate ``k``, ``P[k, i] <= exp(eps) * P[k, i']``, i.e. the estimator is
@@ -539,6 +542,11 @@ def private_bayes_exact_count(
     ``z``, the estimate ``k`` minimising ``sum_y G[z, y] sum_j Q[y, j] pi_j L[j, k]`` (the
     posterior expected loss given ``z``, up to the factor ``Pr(z)``). See the chapter for the
     argument (Ghosh, Roughgarden & Sundararajan 2009) and the numerical comparison with the LP.
+
+    Optimality caveat: this equals the LP optimum when the likelihood has a monotone likelihood
+    ratio in (y, theta) and the loss increases in ``|theta - t|`` (verified numerically, not
+    proved); for arbitrary ``loss`` / ``likelihood`` matrices it is a feasible eps-DP estimator whose
+    risk can exceed the optimum by a few per cent. Use :func:`private_bayes_lp` to be sure.
 
     Privacy: eps-DP for neighbours ``y, y + 1`` (post-processing of the geometric mechanism),
     verified on the returned ``log_P``.
