@@ -31,13 +31,15 @@ $(BOOK_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet $(BOOK_PACKAGES)
 	touch $(BOOK_STAMP)
 
-# jupyter-cache keys a notebook on its code cells only: drop the cache when the library changes.
+# jupyter-cache keys a notebook on its code cells only: drop the cache when the library changes,
+# and Sphinx's saved environment too (otherwise unchanged notebooks are not re-read, so not re-run).
 # (src/dpbayes/book.py is the book's Sphinx extension: it does not change any notebook output.)
 book: $(STAMP) $(BOOK_STAMP)
 	@mkdir -p _build
 	@hash=$$(find src \( -name '*.py' -o -name '*.mplstyle' \) ! -name book.py | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
 	if [ "$$(cat _build/.src-hash 2>/dev/null)" != "$$hash" ]; then \
-	  echo "library changed: clearing the execution cache"; rm -rf $(CACHE); echo $$hash > _build/.src-hash; fi
+	  echo "library changed: clearing the execution cache and Sphinx's environment"; \
+	  rm -rf $(CACHE) _build/.doctrees _build/jupyter_execute; echo $$hash > _build/.src-hash; fi
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
 
 test: unit notebooks figures browser
