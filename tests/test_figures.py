@@ -57,6 +57,20 @@ def test_missing_and_extra_figures_are_reported(tmp_path, monkeypatch):
     assert len(problems) == 1 and "not stored" in problems[0].detail
 
 
+def test_run_results_are_not_figures(tmp_path, monkeypatch):
+    # save_results writes results-<name>.json beside the figures of a run; the run command never
+    # stores them, so the stored-vs-fresh comparison must not ask for them
+    _make_figure(tmp_path / "a", monkeypatch)
+    _make_figure(tmp_path / "b", monkeypatch)
+    monkeypatch.setenv("DPBAYES_FIGURES_DIR", str(tmp_path / "b"))
+    figures.save_results("demo", {"rmse": 0.5})
+    assert (tmp_path / "b/results-demo.json").exists()
+    assert figures.compare_figure_dirs(tmp_path / "a", tmp_path / "b") == []
+    # a real figure that is missing is still reported
+    (tmp_path / "b/00-test/fig0-demo.json").unlink()
+    assert len(figures.compare_figure_dirs(tmp_path / "a", tmp_path / "b")) == 1
+
+
 def _one_stored_figure(tmp_path, monkeypatch) -> tuple[Path, Path]:
     """A copy of one real stored figure (first in name order), or a generated one before any exist."""
     stored = sorted(STORED.rglob("*.json")) if STORED.exists() else []

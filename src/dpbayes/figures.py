@@ -241,11 +241,17 @@ def compare_figure_png(stored: Path, fresh: Path, tol: float = PNG_RMS_TOLERANCE
     return FigureDifference(stored.stem, "png", f"RMS {result['rms']:.3f} > tolerance {tol} (diff image {result['diff']})")
 
 
+def _figure_stems(base: Path) -> set[Path]:
+    # results-*.json are scalar run summaries (see save_results), not figures: the run command
+    # never stores them and nbval already checks the numbers they repeat from the notebook.
+    return {p.relative_to(base).with_suffix("") for p in base.rglob("*.json") if not p.name.startswith("results-")}
+
+
 def compare_figure_dirs(stored_dir: Path, fresh_dir: Path, png_tol: float = PNG_RMS_TOLERANCE) -> list[FigureDifference]:
     """Compare every stored figure with its fresh counterpart; report missing and extra figures too."""
     stored_dir, fresh_dir = Path(stored_dir), Path(fresh_dir)
-    stored = {p.relative_to(stored_dir).with_suffix("") for p in stored_dir.rglob("*.json")}
-    fresh = {p.relative_to(fresh_dir).with_suffix("") for p in fresh_dir.rglob("*.json")} if fresh_dir.exists() else set()
+    stored = _figure_stems(stored_dir)
+    fresh = _figure_stems(fresh_dir) if fresh_dir.exists() else set()
     problems: list[FigureDifference] = []
     for rel in sorted(stored - fresh):
         problems.append(FigureDifference(str(rel), "*", "stored figure was not produced by the notebooks"))
