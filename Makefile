@@ -15,7 +15,7 @@ BROWSER_DIR := _build/browser
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: book test unit notebooks figures browser browser-build chromium setup clean
+.PHONY: book test unit notebooks figures browser browser-build chromium setup clean verify-runs
 
 setup: $(STAMP) $(BOOK_STAMP)
 
@@ -70,6 +70,10 @@ browser-build: $(STAMP) $(BOOK_STAMP)
 browser: browser-build chromium
 	DPBAYES_BOOK_HTML=$(CURDIR)/$(BROWSER_DIR)/_build/html CHROMIUM=$(CHROMIUM) \
 	  $(BIN)/python -m pytest tests/test_browser.py -q -p no:cacheprovider -rs
+
+# Re-execute every stored non-default run (figures/<chapter>/runs/<label>/) and compare; slow, not in CI.
+verify-runs: $(STAMP)
+	$(BIN)/python -m dpbayes verify-run $$(dirname $$(ls figures/*/runs/*/run.json))
 
 clean:
 	rm -rf _build runs

@@ -115,3 +115,44 @@ def test_update_stored_writes_notebook_and_figures(book):
     assert "papermill" not in nb.metadata
     assert sorted(p.name for p in (book / "figures/00-demo").iterdir()) == ["fig1-noise.json", "fig1-noise.png"]
     assert json.loads((book / "figures/00-demo/fig1-noise.json").read_text())["notebook"] == "00a-demo.ipynb"
+
+
+def dpbayes(book: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dpbayes", *args], cwd=book, capture_output=True, text=True, timeout=300)
+
+
+def test_stored_run_round_trip_and_check_bites(book):
+    assert run(book, "chapters/00-demo", "--update-stored").returncode == 0
+    result = run(book, "chapters/00-demo/00a-demo.ipynb", "-p", "eps", "0.5", "--out", "runs/big")
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (book / "runs/big").iterdir()
+    bad = dpbayes(book, "store-run", str(run_dir), "--as", "Big Run")
+    assert bad.returncode == 2 and "--as" in bad.stderr
+
+    kept = book / "figures/00-demo/runs/eps-half"
+    assert dpbayes(book, "store-run", str(run_dir), "--as", "eps-half").returncode == 0
+    assert sorted(p.name for p in kept.iterdir()) == ["fig1-noise.json", "fig1-noise.png", "results-noise.json", "run.json"]
+    manifest = json.loads((kept / "run.json").read_text())
+    assert manifest["notebook"] == "chapters/00-demo/00a-demo.ipynb"
+    assert manifest["parameters"] == {"eps": 0.5}
+    assert manifest["command"] == "python -m dpbayes run chapters/00-demo/00a-demo.ipynb -p eps 0.5"
+
+    # the default-parameter figures are untouched, and re-storing the defaults keeps the kept run
+    assert json.loads((book / "figures/00-demo/fig1-noise.json").read_text())["params"]["eps"] == 1.0
+    assert run(book, "chapters/00-demo", "--update-stored").returncode == 0
+    assert (kept / "fig1-noise.json").exists()
+
+    ok = dpbayes(book, "verify-run", str(kept.relative_to(book)), "--quiet")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.stdout.lstrip().startswith("ok")
+
+    # a perturbed stored value, or a perturbed stored result, is reported
+    payload = json.loads((kept / "fig1-noise.json").read_text())
+    payload["data"]["noise"][2] += 1e-3
+    (kept / "fig1-noise.json").write_text(json.dumps(payload))
+    results = json.loads((kept / "results-noise.json").read_text())
+    results["mean_abs"] *= 1.01
+    (kept / "results-noise.json").write_text(json.dumps(results))
+    differs = dpbayes(book, "verify-run", str(kept.relative_to(book)), "--quiet")
+    assert differs.returncode == 1
+    assert "data.noise" in differs.stdout and "results-noise" in differs.stdout

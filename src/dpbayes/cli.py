@@ -6,12 +6,19 @@ python -m dpbayes run chapters/01-ubapp/01a-mse-vs-eps.ipynb -p K 50
 python -m dpbayes run chapters/04-counting-queries -p eps 0.1,0.5,1 --jobs 2
 python -m dpbayes run chapters/01-ubapp --update-stored
 python -m dpbayes params chapters/
+python -m dpbayes store-run runs/03b-smc-simulated-1a2b3c4d --as paper-n
+python -m dpbayes verify-run figures/03-adaptive-truncation/runs/paper-n
 
 Every value is validated against the notebook's ``parameters`` cell before a kernel starts; a bad
 value prints one line naming the parameter and what is allowed, and exits with status 2 without
 creating any output directory. Runs go to ``runs/<notebook>-<hash>/`` (executed notebook,
 ``figures/``, ``params.json``), are written to a temporary directory first and renamed into place
 only when complete. The stored notebooks and ``figures/`` are touched only with ``--update-stored``.
+
+A run with non-default parameters that is too slow for CI (a chapter's paper-scale configuration)
+can be kept beside the stored figures with ``store-run`` (``figures/<chapter>/runs/<label>/``: its
+figures, scalar results and a ``run.json`` manifest with the notebook and parameters); anyone can
+re-execute it and compare against what is stored with ``verify-run``.
 """
 
 from __future__ import annotations
@@ -31,7 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from dpbayes._io import atomic_path
-from dpbayes.figures import FIGURES_ENV, NOTEBOOK_ENV
+from dpbayes import __version__
+from dpbayes.figures import (
+    FIGURES_ENV,
+    NOTEBOOK_ENV,
+    RUN_MANIFEST,
+    STORED_RUNS_DIR,
+    FigureDifference,
+    compare_figure_dirs,
+    compare_results,
+)
 from dpbayes.params import Parameter, ParameterError, notebook_parameters, validate_overrides
 
 EXIT_USAGE = 2
@@ -185,6 +201,8 @@ def store(job: Job, run_dir: Path, root: Path) -> list[str]:
         except json.JSONDecodeError:
             continue
         rel = old_json.relative_to(stored_root)
+        if STORED_RUNS_DIR in rel.parts[:-1]:  # a kept non-default run is not this run's output
+            continue
         if owner == job.notebook.name and rel not in new_files:
             for stale in (old_json, old_json.with_suffix(".png")):
                 if stale.exists():
@@ -197,6 +215,113 @@ def store(job: Job, run_dir: Path, root: Path) -> list[str]:
             shutil.copyfile(produced / rel, tmp)
         changed.append(str(stored_root / rel))
     return changed
+
+
+LABEL_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+def run_command(notebook: str, values: dict[str, Any]) -> str:
+    """The ``python -m dpbayes run`` command line that reproduces a run."""
+    def fmt(v: Any) -> str:
+        return ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
+    opts = "".join(f" -p {k} {fmt(v)}" for k, v in sorted(values.items()))
+    return f"python -m dpbayes run {notebook}{opts}"
+
+
+def store_run(run_dir: Path, label: str, root: Path) -> Path:
+    """Keep a finished run (figures, scalar results, manifest) as ``figures/<chapter>/runs/<label>/``.
+
+    The previous copy under the same label is replaced atomically (staged, then renamed).
+    """
+    if not label or not set(label) <= LABEL_CHARS or label.startswith("-"):
+        raise ParameterError(f"--as must be a label of lower-case letters, digits and '-', got {label!r}")
+    manifest_in = run_dir / "params.json"
+    if not manifest_in.exists():
+        raise ParameterError(f"{run_dir} is not a finished run (no params.json); run `python -m dpbayes run` first")
+    meta = json.loads(manifest_in.read_text())
+    notebook = Path(meta["notebook"])
+    if not notebook.is_absolute():
+        notebook = (root / notebook) if (root / notebook).exists() else notebook.resolve()
+    rel_nb = notebook.resolve().relative_to(root)
+    produced = run_dir / "figures"
+    chapters = [d for d in produced.iterdir() if d.is_dir()] if produced.exists() else []
+    if len(chapters) != 1:
+        raise ParameterError(f"{run_dir}: expected the figures of one chapter, found {len(chapters)}")
+    target = root / "figures" / chapters[0].name / STORED_RUNS_DIR / label
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".tmp-{label}-", dir=target.parent))
+    try:
+        for f in sorted(chapters[0].iterdir()):
+            if f.is_file():
+                shutil.copyfile(f, stage / f.name)
+        for f in sorted(produced.glob("results-*.json")):
+            shutil.copyfile(f, stage / f.name)
+        manifest = {
+            "label": label,
+            "notebook": rel_nb.as_posix(),
+            "parameters": meta.get("parameters", {}),
+            "command": run_command(rel_nb.as_posix(), meta.get("parameters", {})),
+            "library_version": __version__,
+        }
+        (stage / RUN_MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        old = None
+        if target.exists():
+            old = target.with_name(f".old-{label}")
+            if old.exists():
+                shutil.rmtree(old)
+            os.replace(target, old)
+        os.replace(stage, target)
+        if old is not None:
+            shutil.rmtree(old)
+    finally:
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+    return target
+
+
+def verify_run(stored: Path, out_base: Path, progress: bool, timeout: int | None) -> tuple[str, list[FigureDifference]]:
+    """Re-execute a stored run from its manifest and compare figures and scalar results with it."""
+    manifest_path = stored / RUN_MANIFEST
+    if not manifest_path.exists():
+        raise ParameterError(f"{stored} holds no {RUN_MANIFEST}: not a stored run")
+    manifest = json.loads(manifest_path.read_text())
+    root = repo_root()
+    notebook = root / manifest["notebook"]
+    if not notebook.exists():
+        raise ParameterError(f"stored run {stored.name}: notebook {manifest['notebook']} does not exist")
+    values = validate_overrides(notebook_parameters(notebook), manifest["parameters"], where=str(notebook))
+    job = Job(notebook, values, out_base / f"verify-{manifest['label']}-{params_hash(notebook, values)}", notebook.parent.name)
+    outcome = execute(job, progress=progress, timeout=timeout)
+    if outcome["status"] != "ok":
+        return outcome["run_dir"], [FigureDifference(manifest["label"], "*", outcome["status"])]
+    fresh = Path(outcome["run_dir"]) / "figures"
+    problems = compare_figure_dirs(stored, fresh / stored.parent.parent.name)
+    for res in sorted(stored.glob("results-*.json")):
+        other = fresh / res.name
+        if not other.exists():
+            problems.append(FigureDifference(res.stem, "*", "stored results were not produced by the re-run"))
+        else:
+            problems += compare_results(json.loads(res.read_text()), json.loads(other.read_text()), res.stem)
+    return outcome["run_dir"], problems
+
+
+def cmd_store_run(args: argparse.Namespace) -> int:
+    target = store_run(Path(args.run_dir), args.label, repo_root())
+    print(f"stored {target}")
+    return 0
+
+
+def cmd_verify_run(args: argparse.Namespace) -> int:
+    out_base = (Path(args.out) if args.out else repo_root() / "runs").resolve()
+    failed = 0
+    for stored in args.stored:
+        run_dir, problems = verify_run(Path(stored), out_base, progress=not args.quiet, timeout=args.timeout)
+        print(f"{'ok' if not problems else 'DIFFERS':>7}  {stored}  (re-run in {run_dir})")
+        for p in problems:
+            print(f"         {p}")
+        failed += bool(problems)
+    return 1 if failed else 0
 
 
 def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path) -> Path:
@@ -226,7 +351,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if name in raw:
             raise ParameterError(f"parameter {name} given twice; use a comma list to sweep it")
         raw[name] = value
-    out_base = Path(args.out) if args.out else root / "runs"
+    out_base = (Path(args.out) if args.out else root / "runs").resolve()  # the kernel runs in the chapter folder
     jobs, is_sweep = plan_jobs(Path(args.target), raw, out_base, args.update_stored)
     if args.jobs < 1:
         raise ParameterError(f"--jobs must be an integer >= 1, got {args.jobs}")
@@ -285,6 +410,16 @@ def build_parser() -> argparse.ArgumentParser:
     params = sub.add_parser("params", help="list the declared parameters of notebooks as a Markdown table")
     params.add_argument("target", nargs="?", default="chapters")
     params.set_defaults(func=cmd_params)
+    keep = sub.add_parser("store-run", help="keep a finished non-default run as figures/<chapter>/runs/<label>/")
+    keep.add_argument("run_dir", help="a run directory written by `run` (holds params.json and figures/)")
+    keep.add_argument("--as", dest="label", required=True, help="label: lower-case letters, digits, '-'")
+    keep.set_defaults(func=cmd_store_run)
+    verify = sub.add_parser("verify-run", help="re-execute stored runs and compare them with what is stored")
+    verify.add_argument("stored", nargs="+", help="figures/<chapter>/runs/<label> folders")
+    verify.add_argument("--out", help="base directory for the re-runs (default: runs/)")
+    verify.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds (default: none)")
+    verify.add_argument("--quiet", action="store_true", help="no progress bar")
+    verify.set_defaults(func=cmd_verify_run)
     return parser
 
 

@@ -241,10 +241,28 @@ def compare_figure_png(stored: Path, fresh: Path, tol: float = PNG_RMS_TOLERANCE
     return FigureDifference(stored.stem, "png", f"RMS {result['rms']:.3f} > tolerance {tol} (diff image {result['diff']})")
 
 
+STORED_RUNS_DIR = "runs"
+"""``figures/<chapter>/runs/<label>/`` keeps a run with non-default parameters (``python -m dpbayes
+store-run``); it is checked by ``python -m dpbayes verify-run``, not by the default-parameter comparison."""
+
+RUN_MANIFEST = "run.json"
+
+
+def _is_figure_file(rel: Path) -> bool:
+    # results-*.json are scalar run summaries (see save_results) and run.json a stored run's manifest:
+    # neither is a figure. Stored runs (runs/<label>/) are compared only against their own re-run.
+    return not (rel.name.startswith("results-") or rel.name == RUN_MANIFEST or STORED_RUNS_DIR in rel.parts[:-1])
+
+
 def _figure_stems(base: Path) -> set[Path]:
-    # results-*.json are scalar run summaries (see save_results), not figures: the run command
-    # never stores them and nbval already checks the numbers they repeat from the notebook.
-    return {p.relative_to(base).with_suffix("") for p in base.rglob("*.json") if not p.name.startswith("results-")}
+    return {p.relative_to(base).with_suffix("") for p in base.rglob("*.json") if _is_figure_file(p.relative_to(base))}
+
+
+def compare_results(stored: Mapping[str, Any], fresh: Mapping[str, Any], name: str,
+                    rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> list[FigureDifference]:
+    """Compare two ``results-*.json`` payloads (flat scalar results of a run) with a tolerance."""
+    return compare_figure_json({"data": dict(stored), "tolerance": {"rtol": rtol, "atol": atol}},
+                               {"data": dict(fresh)}, name)
 
 
 def compare_figure_dirs(stored_dir: Path, fresh_dir: Path, png_tol: float = PNG_RMS_TOLERANCE) -> list[FigureDifference]:
