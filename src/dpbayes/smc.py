@@ -125,6 +125,38 @@ class SMCResult:
     final_weights: NDArray[np.float64] = field(repr=False)
 
 
+class _Trace:
+    """Per-step weighted posterior means and ESS, and particle clouds every ``store_every`` steps."""
+
+    def __init__(self, n: int, N: int, store_every: int) -> None:
+        self.mean_mu = np.empty(n)
+        self.mean_sigma = np.empty(n)
+        self.ess = np.empty(n)
+        self.steps = np.arange(store_every, n + 1, store_every, dtype=np.int64)
+        self.mu = np.empty((self.steps.size, N))
+        self.sigma = np.empty((self.steps.size, N))
+        self.weights = np.empty((self.steps.size, N))
+        self._k = 0
+
+    def record(self, t: int, mu: NDArray[np.float64], sigma: NDArray[np.float64], weights: NDArray[np.float64], ess: float) -> None:
+        self.mean_mu[t] = weights @ mu
+        self.mean_sigma[t] = weights @ sigma
+        self.ess[t] = ess
+        if self._k < self.steps.size and t + 1 == self.steps[self._k]:
+            self.mu[self._k], self.sigma[self._k], self.weights[self._k] = mu, sigma, weights
+            self._k += 1
+
+    def result(self, y: NDArray[np.float64], lower: NDArray[np.float64], upper: NDArray[np.float64], n_moves: int,
+               accepted: int, proposed: int, mu: NDArray[np.float64], sigma: NDArray[np.float64],
+               weights: NDArray[np.float64]) -> SMCResult:
+        return SMCResult(
+            y=y, lower=lower, upper=upper, mean_mu=self.mean_mu, mean_sigma=self.mean_sigma,
+            stored_steps=self.steps, stored_mu=self.mu, stored_sigma=self.sigma, stored_weights=self.weights,
+            ess=self.ess, n_moves=n_moves, acceptance=accepted / proposed if proposed else float("nan"),
+            final_mu=mu, final_sigma=sigma, final_weights=weights,
+        )
+
+
 def systematic_resample(weights: ArrayLike, rng: np.random.Generator) -> NDArray[np.int64]:
     """Indices of a systematic resampling of normalised ``weights`` (one uniform, ``N`` strata)."""
     w = np.asarray(weights, dtype=float)
@@ -261,13 +293,7 @@ def smc_latent(
     lower = np.empty(n)
     upper = np.empty(n)
     slope = np.empty(n)  # eps / (r - l): the Laplace log density is -slope * |y - clamp(x)|
-    mean_mu = np.empty(n)
-    mean_sigma = np.empty(n)
-    ess = np.empty(n)
-    stored_steps = np.arange(store_every, n + 1, store_every, dtype=np.int64)
-    stored_mu = np.empty((stored_steps.size, N))
-    stored_sigma = np.empty((stored_steps.size, N))
-    stored_w = np.empty((stored_steps.size, N))
+    trace = _Trace(n, N, store_every)
 
     mu, sigma2 = prior.sample(N, rng)
     latent = np.empty((N, n))  # latent[i, k]: particle i's value of x_k
@@ -276,7 +302,6 @@ def smc_latent(
     accepted = 0
     proposed = 0
     n_sweeps = 0
-    k_store = 0
 
     for t in range(n):
         # Resampling (Algorithm 2), systematic as in the author's code.
@@ -336,33 +361,11 @@ def smc_latent(
         loglap[:, t] = -slope[t] * np.abs(y[t] - np.clip(x_new, l_t, r_t))
         logw = loglap[:, t]
         weights = np.exp(logw - logsumexp(logw))
-        sigma = np.sqrt(sigma2)
-        mean_mu[t] = weights @ mu
-        mean_sigma[t] = weights @ sigma
-        ess[t] = 1.0 / np.sum(weights**2)
-        if k_store < stored_steps.size and t + 1 == stored_steps[k_store]:
-            stored_mu[k_store], stored_sigma[k_store], stored_w[k_store] = mu, sigma, weights
-            k_store += 1
+        trace.record(t, mu, np.sqrt(sigma2), weights, 1.0 / np.sum(weights**2))
         if progress is not None:
             progress(t + 1, n)
 
-    return SMCResult(
-        y=y,
-        lower=lower,
-        upper=upper,
-        mean_mu=mean_mu,
-        mean_sigma=mean_sigma,
-        stored_steps=stored_steps,
-        stored_mu=stored_mu,
-        stored_sigma=stored_sigma,
-        stored_weights=stored_w,
-        ess=ess,
-        n_moves=n_sweeps,
-        acceptance=accepted / proposed if proposed else float("nan"),
-        final_mu=mu,
-        final_sigma=np.sqrt(sigma2),
-        final_weights=weights,
-    )
+    return trace.result(y, lower, upper, n_sweeps, accepted, proposed, mu, np.sqrt(sigma2), weights)
 
 
 def _exact_loglik_sum(
@@ -428,13 +431,7 @@ def smc_exact(
     y = np.empty(n)
     lower = np.empty(n)
     upper = np.empty(n)
-    mean_mu = np.empty(n)
-    mean_sigma = np.empty(n)
-    ess = np.empty(n)
-    stored_steps = np.arange(store_every, n + 1, store_every, dtype=np.int64)
-    stored_mu = np.empty((stored_steps.size, N))
-    stored_sigma = np.empty((stored_steps.size, N))
-    stored_w = np.empty((stored_steps.size, N))
+    trace = _Trace(n, N, store_every)
 
     mu, sigma2 = prior.sample(N, rng)
     log_sigma = 0.5 * np.log(sigma2)
@@ -443,7 +440,6 @@ def smc_exact(
     accepted = 0
     proposed = 0
     n_events = 0
-    k_store = 0
 
     for t in range(n):
         weights = np.exp(logw - logsumexp(logw))
@@ -490,33 +486,11 @@ def smc_exact(
             weights = np.full(N, 1.0 / N)
             n_events += 1
 
-        sigma = np.exp(log_sigma)
-        mean_mu[t] = weights @ mu
-        mean_sigma[t] = weights @ sigma
-        ess[t] = ess_t
-        if k_store < stored_steps.size and t + 1 == stored_steps[k_store]:
-            stored_mu[k_store], stored_sigma[k_store], stored_w[k_store] = mu, sigma, weights
-            k_store += 1
+        trace.record(t, mu, np.exp(log_sigma), weights, ess_t)
         if progress is not None:
             progress(t + 1, n)
 
-    return SMCResult(
-        y=y,
-        lower=lower,
-        upper=upper,
-        mean_mu=mean_mu,
-        mean_sigma=mean_sigma,
-        stored_steps=stored_steps,
-        stored_mu=stored_mu,
-        stored_sigma=stored_sigma,
-        stored_weights=stored_w,
-        ess=ess,
-        n_moves=n_events,
-        acceptance=accepted / proposed if proposed else float("nan"),
-        final_mu=mu,
-        final_sigma=np.exp(log_sigma),
-        final_weights=weights,
-    )
+    return trace.result(y, lower, upper, n_events, accepted, proposed, mu, np.exp(log_sigma), weights)
 
 
 def realised_fisher_information(
