@@ -202,6 +202,13 @@ def test_optimal_private_estimator_is_a_lower_bound_attained_by_geometric_median
         assert lp <= ct.mean_abs_error(name, n, p, eps) + 1e-9
 
 
+def test_optimal_private_estimator_at_n100():
+    """Regression: the default solver (HiGHS) stopped without a solution here; the fallback solves it."""
+    sol = ct.optimal_private_estimator(100, 0.3, 1.0)
+    assert sol.info["dp_verified"] and sol.privacy_loss <= 1.0 * (1 + 1e-9)
+    assert sol.risk == pytest.approx(ct.geometric_mean_abs_error("median", 100, 0.3, 1.0), abs=1e-6)
+
+
 def test_metrics_symmetric_in_p():
     """C -> n - C maps Binomial(n, p) to Binomial(n, 1 - p); the metrics cannot change."""
     for name in ("mean", "median"):

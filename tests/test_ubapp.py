@@ -281,3 +281,22 @@ def test_advantage_threshold_is_a_crossing():
     assert 0 < relative_advantage(K, 1.0) < 1
     with pytest.raises(ValueError, match="eps_range"):
         eps_advantage_below(K, level, eps_range=(1.0, 0.1))
+
+
+def test_default_solver_falls_back_and_named_solver_does_not(monkeypatch):
+    import dpbayes.ubapp as ub
+
+    real = ub._solve_private_lp
+
+    def highs_fails(L, Q, pi, eps, nb, solver, *rest):
+        if solver == "HIGHS":
+            raise RuntimeError("LP solver HIGHS failed: status infeasible_inaccurate")
+        return real(L, Q, pi, eps, nb, solver, *rest)
+
+    monkeypatch.setattr(ub, "_solve_private_lp", highs_fails)
+    grid = np.linspace(0.05, 0.95, 7)
+    sol = ubapp_lp(4, 0.5, grid)
+    assert sol.solver == "CLARABEL" and sol.info["failed_solvers"][0].startswith("HIGHS")
+    assert sol.risk == pytest.approx(ubapp_exact(4, 0.5, grid).risk, rel=1e-6)
+    with pytest.raises(RuntimeError, match="HIGHS"):
+        ubapp_lp(4, 0.5, grid, solver="HIGHS")

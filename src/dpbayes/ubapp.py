@@ -78,6 +78,10 @@ LP_SOLVERS = ("HIGHS", "CLARABEL", "SCS", "OSQP")
 #: 2.8 s vs 10.5 s) needs a repair weight 9e-6 and SCS 2.6e-2 (both above ``MAX_REPAIR_WEIGHT``);
 #: at eps = 1 (M = 201) CLARABEL is faster (0.8 s vs 2.9 s) and repairable, SCS and OSQP are not.
 DEFAULT_LP_SOLVER = "HIGHS"
+#: Tried in turn when the default fails and no solver was named: with its tightened tolerances HiGHS
+#: can stop without a solution (seen on the count LP of chapter 04 at n = 100, eps = 1, where
+#: CLARABEL solves it in 0.5 s and its answer passes the DP check).
+FALLBACK_LP_SOLVERS = ("CLARABEL",)
 # HiGHS's default feasibility tolerance (1e-7) lets tiny entries break the DP inequalities and the
 # objective fall below the true optimum by ~1e-9; tighter tolerances keep it within ~1e-12.
 _DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
@@ -402,7 +406,9 @@ def private_bayes_lp(
     neighbours : iterable of (int, int)
         Pairs ``(i, i')`` of neighbouring observations; each constrains both directions.
     solver : str, optional
-        One of ``LP_SOLVERS``; default ``DEFAULT_LP_SOLVER`` (see its comment for why).
+        One of ``LP_SOLVERS``. Default: ``DEFAULT_LP_SOLVER`` (see its comment for why), then
+        ``FALLBACK_LP_SOLVERS`` in turn if it fails or its answer cannot be certified; the failures
+        are listed in ``info["failed_solvers"]``. A named solver is never replaced.
     estimates : array_like, shape (n_est,), optional
         Values the rows of ``P`` stand for (stored in the solution; default ``0..n_est-1``).
     require_dp : bool
@@ -419,11 +425,40 @@ def private_bayes_lp(
     import cvxpy as cp  # imported here: cvxpy is slow to import and only the LP needs it
 
     L, Q, pi, eps, nb = _check_problem(loss, likelihood, prior, eps, neighbours)
-    solver = DEFAULT_LP_SOLVER if solver is None else check_choice("solver", solver, LP_SOLVERS)
     n_obs, n_est = Q.shape[0], L.shape[1]
     est = np.arange(n_est, dtype=float) if estimates is None else np.asarray(estimates, dtype=float)
     if est.shape != (n_est,):
         raise ValueError(f"estimates must have shape ({n_est},), got {est.shape}")
+    if solver is not None:
+        return _solve_private_lp(L, Q, pi, eps, nb, check_choice("solver", solver, LP_SOLVERS), est, require_dp, solver_options)
+    failures: list[str] = []
+    for name in (DEFAULT_LP_SOLVER, *FALLBACK_LP_SOLVERS):
+        try:
+            solution = _solve_private_lp(L, Q, pi, eps, nb, name, est, require_dp, solver_options)
+        except (cp.error.SolverError, RuntimeError) as exc:  # PrivacyCheckError is a RuntimeError
+            failures.append(f"{name}: {str(exc).splitlines()[0]}")
+            continue
+        if failures:
+            solution.info["failed_solvers"] = failures
+        return solution
+    raise RuntimeError("every LP solver failed: " + "; ".join(failures))
+
+
+def _solve_private_lp(
+    L: NDArray[np.float64],
+    Q: NDArray[np.float64],
+    pi: NDArray[np.float64],
+    eps: float,
+    nb: NDArray[np.int64],
+    solver: str,
+    est: NDArray[np.float64],
+    require_dp: bool,
+    solver_options: dict[str, Any] | None,
+) -> UbappSolution:
+    """One solve of the LP (11) with a given solver, then the DP check/repair of ``private_bayes_lp``."""
+    import cvxpy as cp
+
+    n_obs, n_est = Q.shape[0], L.shape[1]
 
     # C[k, i] = sum_j L[j, k] pi_j Q[i, j], so tr(Q diag(pi) L P) = sum(C * P).
     C = (Q @ (pi[:, None] * L)).T
