@@ -87,3 +87,13 @@ def test_notebook_parameters_reads_tagged_cell(tmp_path):
     path = tmp_path / "x.ipynb"
     path.write_text(json.dumps(nb))
     assert list(notebook_parameters(path)) == ["eps", "K", "eps_grid", "method", "p", "show"]
+
+
+def test_list_of_choices_from_the_command_line():
+    declared = parse_parameters_source(
+        'methods: list[str] = ["a", "b"]  # which estimators; choices a, b, c\n'
+    )
+    assert validate_overrides(declared, {"methods": "a, c"}) == {"methods": ["a", "c"]}
+    assert validate_overrides(declared, {"methods": ["b"]}) == {"methods": ["b"]}
+    with pytest.raises(ParameterError, match="methods must be one of a, b, c, got 'd'"):
+        validate_overrides(declared, {"methods": "a,d"})

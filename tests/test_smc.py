@@ -157,3 +157,19 @@ def test_county_income_loader():
     assert 12.0 < income.mean() < 13.0  # thousand dollars
     with pytest.raises(ValueError, match="year must be an integer in"):
         datasets.county_income(2016)
+
+
+def test_fixed_interval_releases_are_the_samplers_releases():
+    rng = np.random.default_rng(11)
+    x = 50 + 3 * rng.standard_normal(40)
+    noise = rng.laplace(size=40)
+    interval = (20.0, 80.0)
+    y, lo, hi = smc.fixed_interval_releases(x, interval, 2.0, noise)
+    run = smc.smc_latent(x, 2.0, np.random.default_rng(1), n_particles=20, fixed_interval=interval, noise=noise)
+    assert np.array_equal(y, run.y) and np.array_equal(lo, run.lower) and np.array_equal(hi, run.upper)
+    with pytest.raises(ValueError, match="noise"):
+        smc.fixed_interval_releases(x, interval, 2.0, None)
+    with pytest.raises(ValueError, match="eps"):
+        smc.fixed_interval_releases(x, interval, 0.0, noise)
+    with pytest.raises(ValueError, match="interval"):
+        smc.fixed_interval_releases(x, (80.0, 20.0), 2.0, noise)

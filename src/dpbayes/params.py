@@ -8,7 +8,7 @@ Grammar of the cell (one parameter per line, annotated assignment plus a comment
     method: str = "exact"  # how the metric is computed; choices exact, mc
     seed: int = 1  # seed of numpy.random.default_rng; range [0, inf)
 
-``type`` is one of ``int``, ``float``, ``bool``, ``str``, ``list[int]``, ``list[float]``; the range
+``type`` is one of ``int``, ``float``, ``bool``, ``str``, ``list[int]``, ``list[float]``, ``list[str]``; the range
 applies to every element of a list; ``inf`` bounds are allowed; a list must not be empty.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SUPPORTED_TYPES = ("int", "float", "bool", "str", "list[int]", "list[float]")
+SUPPORTED_TYPES = ("int", "float", "bool", "str", "list[int]", "list[float]", "list[str]")
 _RANGE_RE = re.compile(r"^\s*([\[(])\s*([^,]+?)\s*,\s*([^\])]+?)\s*([\])])\s*$")
 
 
@@ -95,7 +95,7 @@ class Parameter:
             if text in ("false", "0", "no"):
                 return False
             raise ParameterError(f"{where} must be true or false, got {raw!r}")
-        return str(raw)
+        return str(raw).strip()
 
     def _check_bounds(self, value: Any) -> None:
         where = f"parameter {self.name}"

@@ -41,6 +41,7 @@ __all__ = [
     "SMCResult",
     "systematic_resample",
     "privatise_one",
+    "fixed_interval_releases",
     "smc_latent",
     "smc_exact",
     "realised_fisher_information",
@@ -217,6 +218,31 @@ def _release(x: float, lower: float, upper: float, eps: float, rng: np.random.Ge
     if noise is None:
         return privatise_one(x, lower, upper, eps, rng)
     return float(np.clip(x, lower, upper) + (upper - lower) * noise[t] / eps)
+
+
+def fixed_interval_releases(
+    x: ArrayLike, interval: tuple[float, float], eps: float, noise: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Releases of every individual through one fixed interval, from given standard Laplace draws.
+
+    ``y_t = clamp(x_t, l, r) + (r - l) W_t / eps`` (paper eq. (10)), the same numbers
+    :func:`smc_latent` and :func:`smc_exact` release with ``fixed_interval`` and ``noise``; lets a
+    batch method (``dpbayes.mcmc``) see the nonadaptive releases without running an SMC.
+
+    Returns
+    -------
+    y, lower, upper : ndarray, shape (n,)
+    """
+    x = np.asarray(x, dtype=float)
+    if noise is None:
+        raise ValueError("noise is required: an array of standard Laplace draws, one per individual")
+    noise = _check_noise(noise, x.size)
+    eps = check_positive("eps", eps)
+    lower, upper = float(interval[0]), float(interval[1])
+    if not lower < upper:
+        raise ValueError(f"interval must satisfy lower < upper, got {interval!r}")
+    y = np.clip(x, lower, upper) + (upper - lower) * noise / eps
+    return y, np.full(x.size, lower), np.full(x.size, upper)
 
 
 def _interval_from_particle(mu: float, sigma: float, ab: tuple[float, float]) -> tuple[float, float]:
