@@ -79,8 +79,8 @@ LP_SOLVERS = ("HIGHS", "CLARABEL", "SCS", "OSQP")
 #: at eps = 1 (M = 201) CLARABEL is faster (0.8 s vs 2.9 s) and repairable, SCS and OSQP are not.
 DEFAULT_LP_SOLVER = "HIGHS"
 #: Tried in turn when the default fails and no solver was named: with its tightened tolerances HiGHS
-#: can stop without a solution (seen on the count LP of chapter 04 at n = 100, eps = 1, where
-#: CLARABEL solves it in 0.5 s and its answer passes the DP check).
+#: can stop without a solution (seen on the count LP of chapter 04 at n = 100: p = 0.3 and 0.02 at
+#: eps = 1, p = 0.02 at eps = 0.3; CLARABEL solves each in 1-2 s and its answer passes the DP check).
 FALLBACK_LP_SOLVERS = ("CLARABEL",)
 # HiGHS's default feasibility tolerance (1e-7) lets tiny entries break the DP inequalities and the
 # objective fall below the true optimum by ~1e-9; tighter tolerances keep it within ~1e-12.
@@ -435,7 +435,10 @@ def private_bayes_lp(
     for name in (DEFAULT_LP_SOLVER, *FALLBACK_LP_SOLVERS):
         try:
             solution = _solve_private_lp(L, Q, pi, eps, nb, name, est, require_dp, solver_options)
-        except (cp.error.SolverError, RuntimeError) as exc:  # PrivacyCheckError is a RuntimeError
+        # SolverError: no answer; ValueError: cvxpy could not unpack the solver's answer (HiGHS status
+        # UNKNOWN, seen at n = 100, p = 0.02, eps = 0.3 on the count LP; inputs were validated above);
+        # RuntimeError: failed status, or PrivacyCheckError (an answer that cannot be certified).
+        except (cp.error.SolverError, ValueError, RuntimeError) as exc:
             failures.append(f"{name}: {str(exc).splitlines()[0]}")
             continue
         if failures:
