@@ -128,6 +128,10 @@ def test_stored_run_round_trip_and_check_bites(book):
     (run_dir,) = (book / "runs/big").iterdir()
     bad = dpbayes(book, "store-run", str(run_dir), "--as", "Big Run")
     assert bad.returncode == 2 and "--as" in bad.stderr
+    assert run(book, "chapters/00-demo/00a-demo.ipynb", "--out", "runs/defaults").returncode == 0
+    (default_run,) = (book / "runs/defaults").iterdir()
+    bad = dpbayes(book, "store-run", str(default_run), "--as", "defaults")
+    assert bad.returncode == 2 and "--update-stored" in bad.stderr
 
     kept = book / "figures/00-demo/runs/eps-half"
     assert dpbayes(book, "store-run", str(run_dir), "--as", "eps-half").returncode == 0

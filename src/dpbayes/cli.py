@@ -240,6 +240,8 @@ def store_run(run_dir: Path, label: str, root: Path) -> Path:
     if not manifest_in.exists():
         raise ParameterError(f"{run_dir} is not a finished run (no params.json); run `python -m dpbayes run` first")
     meta = json.loads(manifest_in.read_text())
+    if not meta.get("parameters"):
+        raise ParameterError("a run with the default parameters is stored with `run ... --update-stored`, not store-run")
     notebook = Path(meta["notebook"])
     if not notebook.is_absolute():
         notebook = (root / notebook) if (root / notebook).exists() else notebook.resolve()
