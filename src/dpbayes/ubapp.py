@@ -439,7 +439,7 @@ def private_bayes_lp(
         # UNKNOWN, seen at n = 100, p = 0.02, eps = 0.3 on the count LP; inputs were validated above);
         # RuntimeError: failed status, or PrivacyCheckError (an answer that cannot be certified).
         except (cp.error.SolverError, ValueError, RuntimeError) as exc:
-            failures.append(f"{name}: {str(exc).splitlines()[0]}")
+            failures.append(f"{name}: {(str(exc).splitlines() or [type(exc).__name__])[0]}")
             continue
         if failures:
             solution.info["failed_solvers"] = failures
