@@ -81,6 +81,7 @@ DEFAULT_LP_SOLVER = "HIGHS"
 #: Tried in turn when the default fails and no solver was named: with its tightened tolerances HiGHS
 #: can stop without a solution (seen on the count LP of chapter 04 at n = 100: p = 0.3 and 0.02 at
 #: eps = 1, p = 0.02 at eps = 0.3; CLARABEL solves each in 1-2 s and its answer passes the DP check).
+#: HiGHS at its default tolerances is no fallback: there its answers failed the DP check on two of three.
 FALLBACK_LP_SOLVERS = ("CLARABEL",)
 # HiGHS's default feasibility tolerance (1e-7) lets tiny entries break the DP inequalities and the
 # objective fall below the true optimum by ~1e-9; tighter tolerances keep it within ~1e-12.
