@@ -166,6 +166,8 @@ def execute(job: Job, progress: bool, timeout: int | None) -> dict[str, Any]:
                 cwd=str(job.notebook.parent),
                 request_save_on_cell_execute=False,
                 execution_timeout=timeout,
+                # the kernel listens on 127.0.0.1 only; its TCP-without-encryption warning is noise here
+                extra_arguments=["--IPKernelApp.log_level=ERROR"],
             )
         except Exception as exc:  # the executed notebook (with the traceback) is kept for inspection
             status = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
