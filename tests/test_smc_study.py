@@ -1,0 +1,81 @@
+"""The simulation study driver: replicates seed themselves, so workers and method subsets change nothing."""
+
+import numpy as np
+import pytest
+
+from dpbayes import smc, smc_study, truncation
+
+CONFIG = smc_study.StudyConfig(n=25, n_particles=40, mu_true=50.0, sigma_true=np.sqrt(10.0),
+                               nonadaptive_halfwidth=10.0, mcmc_iter=200, mcmc_burn_in=50, store_every=5)
+EPS_GRID, B_GRID = [2.0, 10.0], [0.12, 0.96]
+
+
+@pytest.fixture(scope="module")
+def serial():
+    return smc_study.simulation_study(CONFIG, EPS_GRID, B_GRID, n_runs=2, n_jobs=1)
+
+
+def _numbers(replicates):
+    return [(r.eps_index, r.run, r.estimates, {k: v.tolist() for k, v in r.fisher.items()}) for r in replicates]
+
+
+def test_worker_processes_give_identical_numbers(serial):
+    progress = []
+    parallel = smc_study.simulation_study(CONFIG, EPS_GRID, B_GRID, n_runs=2, n_jobs=2,
+                                          progress=lambda done, total: progress.append((done, total)))
+    assert _numbers(parallel) == _numbers(serial)
+    assert progress[-1] == (4, 4)
+    kept = [r for r in parallel if r.latent_runs is not None]
+    assert [(r.eps_index, r.run) for r in kept] == [(0, 0), (1, 0)]  # run 0 of each eps, for Fig. 1
+    np.testing.assert_array_equal(kept[0].latent_runs[0].stored_mu, serial[0].latent_runs[0].stored_mu)
+
+
+def test_leaving_out_a_method_changes_no_other(serial):
+    subset = smc_study.StudyConfig(**{**CONFIG.__dict__, "methods": ("exact-SMC-adaptive", "MCMC")})
+    only = smc_study.simulation_study(subset, EPS_GRID, B_GRID, n_runs=2)
+    for full, part in zip(serial, only):
+        assert list(part.estimates) == ["MCMC", "exact-SMC-adaptive"]  # canonical order
+        for name in part.estimates:
+            assert part.estimates[name] == full.estimates[name]
+        assert part.latent_runs is None
+
+
+def test_fisher_information_of_each_method(serial):
+    rep = serial[0]
+    fixed = CONFIG.n * truncation.fisher_information_normal(50.0, np.sqrt(10.0), *CONFIG.fixed_interval, EPS_GRID[0])
+    for name in ("SMC-nonadaptive", "MCMC"):
+        np.testing.assert_allclose(rep.fisher[name], fixed)
+    ada = rep.latent_runs[0]
+    np.testing.assert_allclose(rep.fisher["SMC-adaptive"],
+                               smc.realised_fisher_information(ada.lower, ada.upper, 50.0, np.sqrt(10.0), EPS_GRID[0]))
+    # the adaptive intervals are narrower than mu +- 10 sigma, so each release says more about mu
+    assert rep.fisher["SMC-adaptive"][0, 0] > fixed[0, 0]
+
+
+def test_replicate_reproduces_the_samplers_on_its_own_streams(serial):
+    # replicate (eps index 1, run 1) must be the documented SeedSequence([seed, 1, 1]) spawn
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence([CONFIG.seed, 1, 1]).spawn(6)]
+    x = 50.0 + np.sqrt(10.0) * streams[0].standard_normal(CONFIG.n)
+    noise = streams[1].laplace(size=CONFIG.n)
+    exa = smc.smc_exact(x, EPS_GRID[1], streams[5], n_particles=CONFIG.n_particles, ab=(-B_GRID[1], B_GRID[1]),
+                        noise=noise, store_every=CONFIG.store_every)
+    assert serial[3].estimates["exact-SMC-adaptive"] == (exa.mean_mu[-1], exa.mean_sigma[-1])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_runs": 0}, "n_runs"),
+    ({"n_jobs": 0}, "n_jobs"),
+    ({"eps_grid": [1.0, -1.0]}, "eps_grid"),
+    ({"eps_grid": []}, "eps_grid"),
+    ({"b_grid": [0.1]}, "b_grid"),
+])
+def test_bad_study_arguments(kwargs, match):
+    args = {"eps_grid": EPS_GRID, "b_grid": B_GRID, "n_runs": 1} | kwargs
+    with pytest.raises((ValueError, TypeError), match=match):
+        smc_study.simulation_study(CONFIG, **args)
+
+
+@pytest.mark.parametrize("field, value", [("methods", ("Gibbs",)), ("methods", ()), ("n", 0), ("sigma_true", -1.0)])
+def test_bad_config(field, value):
+    with pytest.raises((ValueError, TypeError), match=field):
+        smc_study.StudyConfig(**{**CONFIG.__dict__, field: value})
