@@ -24,6 +24,7 @@ re-execute it and compare against what is stored with ``verify-run``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import hashlib
 import itertools
@@ -32,6 +33,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,7 @@ from dpbayes.figures import (
     compare_figure_dirs,
     compare_results,
 )
+from dpbayes.progress import PROGRESS_FILE_ENV, read_report
 from dpbayes.params import Parameter, ParameterError, notebook_parameters, validate_overrides
 
 EXIT_USAGE = 2
@@ -143,6 +146,53 @@ def _clean_for_storage(nb_path: Path) -> None:
     nb_path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+class LoopProgressBar:
+    """A second bar under papermill's cell bar, fed by a notebook loop through ``dpbayes.progress``.
+
+    The kernel writes ``(label, done, total)`` to a file outside the run directory; a thread polls it
+    once a second. Used as a context manager around one notebook's execution.
+    """
+
+    def __init__(self, report_file: Path, poll_seconds: float = 1.0) -> None:
+        self.report_file = report_file
+        self.poll_seconds = poll_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._bar: Any = None
+        self._last: tuple[str, int, int] | None = None
+
+    def __enter__(self) -> "LoopProgressBar":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._show()  # the final state, in case the loop ended between two polls
+        if self._bar is not None:
+            self._bar.close()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            self._show()
+
+    def _show(self) -> None:
+        from tqdm.auto import tqdm
+
+        report = read_report(self.report_file)
+        if report is None or report == self._last:
+            return
+        label, done, total = report
+        if self._bar is None:
+            self._bar = tqdm(total=total, desc=label, position=1, unit="it", dynamic_ncols=True)
+        elif self._last is not None and (label, total) != (self._last[0], self._last[2]):
+            self._bar.reset(total=total)  # a new loop in a later cell
+            self._bar.set_description(label)
+        self._bar.n = done
+        self._bar.refresh()
+        self._last = report
+
+
 def execute(job: Job, progress: bool, timeout: int | None) -> dict[str, Any]:
     """Run one job into a temporary directory and rename it into place when it succeeded."""
     import papermill
@@ -156,21 +206,32 @@ def execute(job: Job, progress: bool, timeout: int | None) -> dict[str, Any]:
         )
         os.environ[FIGURES_ENV] = str(work / "figures")
         os.environ[NOTEBOOK_ENV] = job.notebook.name
+        # loop progress goes to a file outside the run directory, never into the notebook
+        report_dir = tempfile.TemporaryDirectory(prefix="dpbayes-progress-")
+        report_file = Path(report_dir.name) / "progress.json"
+        if progress:
+            os.environ[PROGRESS_FILE_ENV] = str(report_file)
+        else:
+            os.environ.pop(PROGRESS_FILE_ENV, None)
         try:
-            papermill.execute_notebook(
-                str(job.notebook),
-                str(work / job.notebook.name),
-                parameters=job.values,
-                kernel_name="python3",
-                progress_bar=progress,
-                cwd=str(job.notebook.parent),
-                request_save_on_cell_execute=False,
-                execution_timeout=timeout,
-                # the kernel listens on 127.0.0.1 only; its TCP-without-encryption warning is noise here
-                extra_arguments=["--IPKernelApp.log_level=ERROR"],
-            )
+            with LoopProgressBar(report_file) if progress else contextlib.nullcontext():
+                papermill.execute_notebook(
+                    str(job.notebook),
+                    str(work / job.notebook.name),
+                    parameters=job.values,
+                    kernel_name="python3",
+                    progress_bar=progress,
+                    cwd=str(job.notebook.parent),
+                    request_save_on_cell_execute=False,
+                    execution_timeout=timeout,
+                    # the kernel listens on 127.0.0.1 only; its TCP-without-encryption warning is noise here
+                    extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                )
         except Exception as exc:  # the executed notebook (with the traceback) is kept for inspection
             status = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+        finally:
+            os.environ.pop(PROGRESS_FILE_ENV, None)
+            report_dir.cleanup()
         final = job.run_dir if status == "ok" else job.run_dir.with_name(job.run_dir.name + "-failed")
         if final.exists():
             shutil.rmtree(final)

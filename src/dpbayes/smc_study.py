@@ -179,7 +179,8 @@ def simulation_study(
         Worker processes. The result is identical for every ``n_jobs`` (each replicate seeds
         itself); with ``n_jobs = 1`` everything runs in this process.
     progress : callable, optional
-        Called as ``progress(done, total)`` after each replicate.
+        Called as ``progress(0, total)`` before the first replicate (so that a progress bar's clock
+        starts with the work) and as ``progress(done, total)`` after each one.
 
     Returns
     -------
@@ -196,6 +197,8 @@ def simulation_study(
     check_int("n_jobs", n_jobs, minimum=1)
     tasks = [(config, eps, b, i, run, run == 0) for i, (eps, b) in enumerate(zip(eps_list, b_list)) for run in range(n_runs)]
     out: list[Replicate] = []
+    if progress is not None:
+        progress(0, len(tasks))
     if n_jobs == 1:
         for task in tasks:
             out.append(run_replicate(*task))
