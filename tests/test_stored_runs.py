@@ -3,14 +3,19 @@
 Re-executing them is too slow for CI (that is why they are stored); ``make verify-runs`` does it.
 Here we check what can be checked cheaply: the manifest names an existing notebook, its parameters
 still validate against that notebook's ``parameters`` cell, and every stored figure was produced by
-that notebook with exactly those parameter values.
+that notebook with exactly those parameter values. For chapter 3's simulation study, whose
+replicates are seeded one by one, we also recompute one replicate of every stored run with the
+cheap exact-likelihood methods and compare it with the stored posterior means: the stored numbers
+must still come out of the library.
 """
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from dpbayes import smc_study
 from dpbayes.figures import RUN_MANIFEST, STORED_RUNS_DIR
 from dpbayes.params import notebook_parameters, validate_overrides
 
@@ -37,3 +42,37 @@ def test_stored_run_matches_its_notebook(manifest_path: Path) -> None:
         for name, value in payload.get("params", {}).items():
             if name in full:
                 assert value == full[name], f"{fig.name}: parameter {name} = {value!r}, run declares {full[name]!r}"
+
+
+def _full_parameters(manifest: dict) -> dict:
+    notebook = ROOT / manifest["notebook"]
+    declared = notebook_parameters(notebook)
+    return {name: p.default for name, p in declared.items()} | validate_overrides(declared, manifest["parameters"])
+
+
+SIMULATION_RUNS = [p for p in MANIFESTS if json.loads(p.read_text())["notebook"].endswith("03b-smc-simulated.ipynb")]
+SPOT_CHECKED = ("MCMC", "exact-SMC-adaptive")  # seconds per replicate even at the paper's scale
+
+
+@pytest.mark.parametrize("manifest_path", SIMULATION_RUNS, ids=[p.parent.name for p in SIMULATION_RUNS])
+def test_one_stored_replicate_is_recomputed_exactly(manifest_path: Path) -> None:
+    values = _full_parameters(json.loads(manifest_path.read_text()))
+    methods = tuple(m for m in smc_study.METHODS if m in values["methods"] and m in SPOT_CHECKED)
+    assert methods, "nothing cheap to recompute in this stored run"
+    # the notebook's mapping from its parameters to the study (cell after the parameters)
+    config = smc_study.StudyConfig(
+        n=values["n"], n_particles=values["n_particles"], mu_true=values["mu_true"],
+        sigma_true=float(np.sqrt(values["sigma2_true"])), nonadaptive_halfwidth=values["nonadaptive_halfwidth"],
+        methods=methods, noise_scale_factor=values["noise_scale_factor"], mcmc_iter=values["mcmc_iter"],
+        mcmc_burn_in=values["mcmc_burn_in"], store_every=values["store_every"], seed=values["seed"])
+    eps_index, run = len(values["eps_grid"]) - 1, values["n_runs"] - 1  # the last replicate of the run
+    eps = values["eps_grid"][eps_index]
+    replicate = smc_study.run_replicate(config, eps, values["b_grid"][eps_index], eps_index, run)
+    stored = json.loads((manifest_path.parent / "fig2-boxplots.json").read_text())["data"]
+    for method in methods:
+        for k, parameter in enumerate(("mu", "sigma")):
+            series = stored[f"eps{eps:g}-{method}-{parameter}"]
+            assert len(series) == values["n_runs"]
+            # same code, same seed: equal up to floating-point differences between CPUs
+            np.testing.assert_allclose(replicate.estimates[method][k], series[run], rtol=1e-7,
+                                       err_msg=f"{manifest_path.parent.name}: {method} {parameter}, eps {eps:g}, run {run}")
