@@ -24,6 +24,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	# kernels started from this venv (nbval, Jupyter Book) listen on 127.0.0.1 only: silence their
+	# TCP-without-encryption warning, as `python -m dpbayes run` does on its command line
+	mkdir -p $(VENV)/etc/ipython
+	echo 'c.IPKernelApp.log_level = "ERROR"' > $(VENV)/etc/ipython/ipython_kernel_config.py
 	touch $(STAMP)
 
 # the packages only the rendered book needs (the stamp's name changes with their versions)
