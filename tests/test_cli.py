@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from tiny_book import write_tiny_book
 
 PARAMS = """eps: float = 1.0  # privacy parameter; range (0, inf)
 seed: int = 3  # seed of numpy.random.default_rng; range [0, inf)
@@ -29,18 +30,7 @@ plt.show()
 
 @pytest.fixture()
 def book(tmp_path: Path) -> Path:
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\n")
-    chapter = tmp_path / "chapters" / "00-demo"
-    chapter.mkdir(parents=True)
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [
-        nbformat.v4.new_markdown_cell("# Demo"),
-        nbformat.v4.new_code_cell(PARAMS, metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell(BODY),
-    ]
-    nbformat.write(nb, chapter / "00a-demo.ipynb")
-    return tmp_path
+    return write_tiny_book(tmp_path, "00a-demo.ipynb", PARAMS, BODY, title="# Demo")
 
 
 def run(book: Path, *args: str) -> subprocess.CompletedProcess:

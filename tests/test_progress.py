@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from tiny_book import write_tiny_book
 
 from dpbayes import progress
 from dpbayes.cli import LoopProgressBar
@@ -62,16 +63,7 @@ print("done", report is not None)
 
 
 def test_run_shows_the_loop_bar_and_keeps_it_out_of_the_notebook(tmp_path):
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\n")
-    chapter = tmp_path / "chapters" / "00-demo"
-    chapter.mkdir(parents=True)
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [
-        nbformat.v4.new_code_cell("seed: int = 1  # unused; range [0, inf)\n", metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell(LOOP_NOTEBOOK),
-    ]
-    nbformat.write(nb, chapter / "00a-loop.ipynb")
+    write_tiny_book(tmp_path, "00a-loop.ipynb", "seed: int = 1  # unused; range [0, inf)\n", LOOP_NOTEBOOK)
     result = subprocess.run([sys.executable, "-m", "dpbayes", "run", "chapters/00-demo/00a-loop.ipynb"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
