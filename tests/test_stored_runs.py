@@ -23,16 +23,22 @@ ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = sorted((ROOT / "figures").glob(f"*/{STORED_RUNS_DIR}/*/{RUN_MANIFEST}"))
 
 
+def _parameters(manifest: dict) -> tuple[dict, dict]:
+    """The run's validated overrides, and all its parameters (the notebook's defaults plus those)."""
+    notebook = ROOT / manifest["notebook"]
+    declared = notebook_parameters(notebook)
+    values = validate_overrides(declared, manifest["parameters"], where=str(notebook))
+    return values, {name: p.default for name, p in declared.items()} | values
+
+
 @pytest.mark.parametrize("manifest_path", MANIFESTS, ids=[str(p.parent.relative_to(ROOT)) for p in MANIFESTS])
 def test_stored_run_matches_its_notebook(manifest_path: Path) -> None:
     manifest = json.loads(manifest_path.read_text())
     notebook = ROOT / manifest["notebook"]
     assert notebook.exists(), f"{manifest_path}: notebook {manifest['notebook']} is gone"
     assert notebook.parent.name == manifest_path.parents[2].name, "stored under the wrong chapter"
-    declared = notebook_parameters(notebook)
-    values = validate_overrides(declared, manifest["parameters"], where=str(notebook))
+    values, full = _parameters(manifest)
     assert values, "a stored run with the default parameters belongs in figures/<chapter>/ itself"
-    full = {name: p.default for name, p in declared.items()} | values
     figures = [p for p in manifest_path.parent.glob("*.json") if p.name != RUN_MANIFEST and not p.name.startswith("results-")]
     assert figures, f"{manifest_path.parent}: no figures stored"
     for fig in figures:
@@ -44,32 +50,21 @@ def test_stored_run_matches_its_notebook(manifest_path: Path) -> None:
                 assert value == full[name], f"{fig.name}: parameter {name} = {value!r}, run declares {full[name]!r}"
 
 
-def _full_parameters(manifest: dict) -> dict:
-    notebook = ROOT / manifest["notebook"]
-    declared = notebook_parameters(notebook)
-    return {name: p.default for name, p in declared.items()} | validate_overrides(declared, manifest["parameters"])
-
-
 SIMULATION_RUNS = [p for p in MANIFESTS if json.loads(p.read_text())["notebook"].endswith("03b-smc-simulated.ipynb")]
 SPOT_CHECKED = ("MCMC", "exact-SMC-adaptive")  # seconds per replicate even at the paper's scale
 
 
 @pytest.mark.parametrize("manifest_path", SIMULATION_RUNS, ids=[p.parent.name for p in SIMULATION_RUNS])
 def test_one_stored_replicate_is_recomputed_exactly(manifest_path: Path) -> None:
-    values = _full_parameters(json.loads(manifest_path.read_text()))
-    methods = tuple(m for m in smc_study.METHODS if m in values["methods"] and m in SPOT_CHECKED)
+    _, values = _parameters(json.loads(manifest_path.read_text()))
+    methods = [m for m in values["methods"] if m in SPOT_CHECKED]
     assert methods, "nothing cheap to recompute in this stored run"
-    # the notebook's mapping from its parameters to the study (cell after the parameters)
-    config = smc_study.StudyConfig(
-        n=values["n"], n_particles=values["n_particles"], mu_true=values["mu_true"],
-        sigma_true=float(np.sqrt(values["sigma2_true"])), nonadaptive_halfwidth=values["nonadaptive_halfwidth"],
-        methods=methods, noise_scale_factor=values["noise_scale_factor"], mcmc_iter=values["mcmc_iter"],
-        mcmc_burn_in=values["mcmc_burn_in"], store_every=values["store_every"], seed=values["seed"])
+    config = smc_study.StudyConfig.from_parameters({**values, "methods": methods})  # as notebook 03b does
     eps_index, run = len(values["eps_grid"]) - 1, values["n_runs"] - 1  # the last replicate of the run
     eps = values["eps_grid"][eps_index]
     replicate = smc_study.run_replicate(config, eps, values["b_grid"][eps_index], eps_index, run)
     stored = json.loads((manifest_path.parent / "fig2-boxplots.json").read_text())["data"]
-    for method in methods:
+    for method in config.methods:
         for k, parameter in enumerate(("mu", "sigma")):
             series = stored[f"eps{eps:g}-{method}-{parameter}"]
             assert len(series) == values["n_runs"]

@@ -37,7 +37,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from dpbayes._io import atomic_path
 from dpbayes import __version__
@@ -193,6 +193,27 @@ class LoopProgressBar:
         self._last = report
 
 
+@contextlib.contextmanager
+def loop_progress(show: bool) -> Iterator[None]:
+    """While one notebook runs: listen to its ``dpbayes.progress`` reports (``show``) or to nothing.
+
+    The reports go to a file in a temporary directory outside the run directory, never into the
+    notebook; without ``show`` the variable is unset, so the notebook's ``reporter`` returns None.
+    """
+    if not show:
+        os.environ.pop(PROGRESS_FILE_ENV, None)
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="dpbayes-progress-") as report_dir:
+        report_file = Path(report_dir) / "progress.json"
+        os.environ[PROGRESS_FILE_ENV] = str(report_file)
+        try:
+            with LoopProgressBar(report_file):
+                yield
+        finally:
+            os.environ.pop(PROGRESS_FILE_ENV, None)
+
+
 def execute(job: Job, progress: bool, timeout: int | None) -> dict[str, Any]:
     """Run one job into a temporary directory and rename it into place when it succeeded."""
     import papermill
@@ -206,15 +227,8 @@ def execute(job: Job, progress: bool, timeout: int | None) -> dict[str, Any]:
         )
         os.environ[FIGURES_ENV] = str(work / "figures")
         os.environ[NOTEBOOK_ENV] = job.notebook.name
-        # loop progress goes to a file outside the run directory, never into the notebook
-        report_dir = tempfile.TemporaryDirectory(prefix="dpbayes-progress-")
-        report_file = Path(report_dir.name) / "progress.json"
-        if progress:
-            os.environ[PROGRESS_FILE_ENV] = str(report_file)
-        else:
-            os.environ.pop(PROGRESS_FILE_ENV, None)
         try:
-            with LoopProgressBar(report_file) if progress else contextlib.nullcontext():
+            with loop_progress(progress):
                 papermill.execute_notebook(
                     str(job.notebook),
                     str(work / job.notebook.name),
@@ -229,9 +243,6 @@ def execute(job: Job, progress: bool, timeout: int | None) -> dict[str, Any]:
                 )
         except Exception as exc:  # the executed notebook (with the traceback) is kept for inspection
             status = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
-        finally:
-            os.environ.pop(PROGRESS_FILE_ENV, None)
-            report_dir.cleanup()
         final = job.run_dir if status == "ok" else job.run_dir.with_name(job.run_dir.name + "-failed")
         if final.exists():
             shutil.rmtree(final)

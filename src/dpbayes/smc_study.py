@@ -17,9 +17,10 @@ CPU time, and the replicates are the only coarse-grained parallelism available.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -70,6 +71,20 @@ class StudyConfig:
             raise ValueError(f"methods must name at least one of {', '.join(METHODS)}")
         for m in self.methods:
             check_choice("methods", m, METHODS)
+
+    @classmethod
+    def from_parameters(cls, values: Mapping[str, Any]) -> "StudyConfig":
+        """The configuration that notebook 03b's parameters describe.
+
+        ``values`` holds 03b's parameter names (``sigma2_true`` is the variance; ``methods`` is put in
+        canonical order); names the configuration does not use (``n_runs``, ``eps_grid``...) are ignored.
+        """
+        return cls(n=values["n"], n_particles=values["n_particles"], mu_true=values["mu_true"],
+                   sigma_true=float(np.sqrt(values["sigma2_true"])),
+                   nonadaptive_halfwidth=values["nonadaptive_halfwidth"],
+                   methods=tuple(m for m in METHODS if m in values["methods"]),
+                   noise_scale_factor=values["noise_scale_factor"], mcmc_iter=values["mcmc_iter"],
+                   mcmc_burn_in=values["mcmc_burn_in"], store_every=values["store_every"], seed=values["seed"])
 
     @property
     def fixed_interval(self) -> tuple[float, float]:
@@ -196,20 +211,20 @@ def simulation_study(
     check_int("n_runs", n_runs, minimum=1)
     check_int("n_jobs", n_jobs, minimum=1)
     tasks = [(config, eps, b, i, run, run == 0) for i, (eps, b) in enumerate(zip(eps_list, b_list)) for run in range(n_runs)]
-    out: list[Replicate] = []
     if progress is not None:
         progress(0, len(tasks))
-    if n_jobs == 1:
-        for task in tasks:
-            out.append(run_replicate(*task))
+
+    def collect(replicates: Iterable[Replicate]) -> list[Replicate]:
+        out: list[Replicate] = []
+        for replicate in replicates:
+            out.append(replicate)
             if progress is not None:
                 progress(len(out), len(tasks))
         return out
+
+    if n_jobs == 1:
+        return collect(run_replicate(*task) for task in tasks)  # lazily: progress follows the work
     # spawn, not fork: the caller may be a Jupyter kernel with live threads
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(run_replicate, *task) for task in tasks]
-        for fut in futures:
-            out.append(fut.result())
-            if progress is not None:
-                progress(len(out), len(tasks))
-    return out
+        return collect(fut.result() for fut in futures)
