@@ -31,10 +31,12 @@ import itertools
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import threading
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -51,7 +53,8 @@ from dpbayes.figures import (
     compare_results,
 )
 from dpbayes.progress import PROGRESS_FILE_ENV, read_report
-from dpbayes.params import Parameter, ParameterError, notebook_parameters, validate_overrides
+from dpbayes import constraints
+from dpbayes.params import Parameter, ParameterError, notebook_parameters, split_list, validate_overrides
 
 EXIT_USAGE = 2
 SCALAR_TYPES = ("int", "float", "bool", "str")
@@ -66,8 +69,16 @@ def repo_root() -> Path:
     return here
 
 
-def find_notebooks(target: Path) -> list[Path]:
-    """A notebook path, or every notebook of a chapter folder (recursively), sorted."""
+def find_notebooks(target: Path, root: Path | None = None) -> list[Path]:
+    """A notebook path, or every notebook of a chapter folder (recursively), sorted.
+
+    With ``root`` (the book's top level) the target must lie inside the book.
+    """
+    if root is not None:
+        try:
+            target.resolve().relative_to(root.resolve())
+        except ValueError:
+            raise ParameterError(f"{target} is outside the book at {root}; give a chapter folder or a notebook of it") from None
     if target.is_file() and target.suffix == ".ipynb":
         return [target]
     if target.is_dir():
@@ -100,7 +111,7 @@ def expand_sweeps(declared: dict[str, Parameter], raw: dict[str, str]) -> list[d
     for name, text in raw.items():
         param = declared.get(name)
         if param is not None and param.type in SCALAR_TYPES and "," in text:
-            values = [v.strip() for v in text.split(",") if v.strip()]
+            values = split_list(text, name)
             if not values:
                 raise ParameterError(f"parameter {name}: empty sweep list")
             axes.append([(name, v) for v in values])
@@ -109,30 +120,72 @@ def expand_sweeps(declared: dict[str, Parameter], raw: dict[str, str]) -> list[d
     return [dict(combo) for combo in itertools.product(*axes)] if axes else [{}]
 
 
-def plan_jobs(target: Path, raw: dict[str, str], out_base: Path, update_stored: bool) -> tuple[list[Job], bool]:
-    """Validate everything and return the jobs; raises :class:`ParameterError` on any problem."""
-    notebooks = find_notebooks(target)
-    declared_by_nb = {nb: notebook_parameters(nb) for nb in notebooks}
+def _naming(message: str, name: str, notebook: Path) -> str:
+    """``parameter NAME ...`` -> ``parameter NAME of NOTEBOOK ...`` (whose declaration sets the limit)."""
+    head = f"parameter {name}"
+    return message.replace(head, f"{head} of {notebook.name}", 1) if message.startswith(head) else f"{notebook.name}: {message}"
+
+
+def full_values(nb: Path, declared: dict[str, Parameter], overrides: dict[str, Any]) -> dict[str, Any]:
+    """The overrides plus derived dependent parameters, after checking the notebook's constraints.
+
+    Raises :class:`ParameterError` naming the notebook when the whole parameter set is inconsistent.
+    """
+    values = dict(overrides)
+    everything = {n: p.default for n, p in declared.items()} | values
+    derived = constraints.derive(nb.stem, everything, set(overrides))
+    values.update(derived)
+    try:
+        constraints.check(nb.stem, everything | derived)
+    except ParameterError as exc:
+        raise ParameterError(f"{exc} ({nb.name})") from None
+    return values
+
+
+def plan_jobs(target: Path, raw: dict[str, str], out_base: Path, update_stored: bool,
+              root: Path | None = None) -> tuple[list[Job], bool, list[Path]]:
+    """Validate everything and return the jobs, whether it is a sweep, and the notebooks skipped.
+
+    A notebook of a chapter that declares none of the ``-p`` names is skipped (it would only repeat
+    its stored run). Raises :class:`ParameterError` on any problem, before anything is written.
+    """
+    notebooks = find_notebooks(target, root)
+    try:
+        declared_by_nb = {nb: notebook_parameters(nb) for nb in notebooks}
+    except ParameterError:
+        raise
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise ParameterError(f"cannot read the parameters of the notebooks under {target}: {type(exc).__name__}") from None
     for name in raw:
         if not any(name in d for d in declared_by_nb.values()):
             known = sorted({n for d in declared_by_nb.values() for n in d})
             raise ParameterError(f"unknown parameter {name} for {target} (declared: {', '.join(known) or 'none'})")
     if update_stored and raw:
         raise ParameterError("--update-stored only stores runs with the default parameters; drop the -p options")
+    skipped = [nb for nb, d in declared_by_nb.items() if raw and not any(k in d for k in raw)]
     jobs: list[Job] = []
     is_sweep = False
     for nb, declared in declared_by_nb.items():
+        if nb in skipped:
+            continue
         mine = {k: v for k, v in raw.items() if k in declared}
         combos = expand_sweeps(declared, mine)
         is_sweep = is_sweep or len(combos) > 1
         for combo in combos:
-            values = validate_overrides(declared, combo, where=str(nb))
+            try:
+                values = validate_overrides(declared, combo, where=str(nb))
+            except ParameterError as exc:
+                if len(notebooks) == 1:
+                    raise
+                name = next((k for k in combo if str(exc).startswith(f"parameter {k} ")), "")
+                raise ParameterError(_naming(str(exc), name, nb) if name else str(exc)) from None
+            values = full_values(nb, declared, values)
             chapter = nb.parent.name if nb.parent.name != "chapters" else nb.stem
             jobs.append(Job(nb, values, out_base / f"{nb.stem}-{params_hash(nb, values)}", chapter))
     if is_sweep:
         sweep_dir = out_base / f"{target.stem}-sweep-{params_hash(target, raw)}"
         jobs = [Job(j.notebook, j.values, sweep_dir / j.run_dir.name, j.chapter) for j in jobs]
-    return jobs, is_sweep
+    return jobs, is_sweep, skipped
 
 
 def _clean_for_storage(nb_path: Path) -> None:
@@ -214,12 +267,13 @@ def loop_progress(show: bool) -> Iterator[None]:
             os.environ.pop(PROGRESS_FILE_ENV, None)
 
 
-def execute(job: Job, progress: bool, timeout: int | None) -> dict[str, Any]:
-    """Run one job into a temporary directory and rename it into place when it succeeded."""
+def execute(job: Job, progress: bool, timeout: int | None, work: Path | None = None) -> dict[str, Any]:
+    """Run one job into a temporary directory (``work``, or a new one) and rename it into place when done."""
     import papermill
 
     job.run_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
+    if work is None:
+        work = Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
     status = "ok"
     try:
         (work / "params.json").write_text(
@@ -253,8 +307,154 @@ def execute(job: Job, progress: bool, timeout: int | None) -> dict[str, Any]:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _execute_in_worker(job: Job, timeout: int | None) -> dict[str, Any]:
-    return execute(job, progress=False, timeout=timeout)
+# --------------------------------------------------------------------------------------------
+# running jobs in worker processes that can be stopped at once
+# --------------------------------------------------------------------------------------------
+def _worker_main() -> None:
+    """Entry point of one worker process: execute the job described by the JSON file ``argv[1]``.
+
+    The worker's file descriptor 2 goes to a log file, so the kernel it starts (which inherits it)
+    writes its own messages there and never to the user's terminal; with ``progress`` the worker's
+    Python ``sys.stderr`` stays on the terminal for papermill's bar and the loop bar.
+    """
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    if spec["progress"] and spec.get("terminal_fd") is not None:
+        sys.stderr = os.fdopen(spec["terminal_fd"], "w", buffering=1)
+    job = Job(Path(spec["notebook"]), spec["values"], Path(spec["run_dir"]), spec["chapter"])
+    try:
+        outcome = execute(job, progress=spec["progress"], timeout=spec["timeout"], work=Path(spec["work"]))
+    except Exception as exc:  # noqa: BLE001 - reported as the run's status
+        outcome = {"run_dir": str(job.run_dir) + "-failed", "status": f"failed: {type(exc).__name__}: {exc}".splitlines()[0]}
+    Path(spec["outcome"]).write_text(json.dumps(outcome))
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM arrived while jobs were running; the workers are already stopped."""
+
+    def __init__(self, outcomes: dict[Path, dict[str, Any]], stopped: int) -> None:
+        super().__init__("interrupted")
+        self.outcomes = outcomes
+        self.stopped = stopped
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@dataclass
+class _Worker:
+    job: Job
+    proc: subprocess.Popen
+    work: Path
+    outcome: Path
+    log: Path
+
+
+def _kill_tree(workers: list[_Worker], grace: float = 1.5) -> None:
+    """SIGKILL every worker and everything it started (kernels run in sessions of their own)."""
+    import psutil
+
+    victims: list[psutil.Process] = []
+    for w in workers:
+        try:
+            parent = psutil.Process(w.proc.pid)
+            victims += [parent, *parent.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            pass
+    for v in victims:
+        with contextlib.suppress(psutil.Error):
+            v.kill()
+    psutil.wait_procs(victims, timeout=grace)
+    for w in workers:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            w.proc.wait(timeout=grace)
+
+
+def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None) -> dict[Path, dict[str, Any]]:
+    """Execute ``jobs``, ``parallel`` at a time, each in a worker process; return each job's outcome.
+
+    Ctrl-C (SIGINT) or SIGTERM kills every worker and its kernel at once, removes their unfinished
+    temporary run directories and raises :class:`Interrupted` with the outcomes of the finished jobs.
+    """
+    from tqdm import tqdm
+
+    one_at_a_time = parallel == 1 or len(jobs) == 1
+    outcomes: dict[Path, dict[str, Any]] = {}
+    pending = list(jobs)
+    running: list[_Worker] = []
+    old_term = signal.signal(signal.SIGTERM, _interrupt)
+    old_int = signal.getsignal(signal.SIGINT)
+    bar = tqdm(total=len(jobs), desc="notebooks", disable=not progress or one_at_a_time, leave=False)
+    control = Path(tempfile.mkdtemp(prefix="dpbayes-run-"))
+    try:
+        try:
+            while pending or running:
+                while pending and len(running) < parallel:
+                    if one_at_a_time:
+                        print(f"running {pending[0].notebook} {_describe(pending[0].values)}", file=sys.stderr)
+                    running.append(_start_worker(pending.pop(0), control, len(outcomes) + len(running),
+                                                 progress and one_at_a_time, timeout))
+                for w in list(running):
+                    if w.proc.poll() is not None:
+                        running.remove(w)
+                        outcomes[w.job.run_dir] = _collect(w)
+                        bar.update(1)
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _kill_tree(running)
+            stopped = 0
+            for w in running:
+                if w.outcome.exists() and json.loads(w.outcome.read_text() or "{}").get("status") == "ok":
+                    outcomes[w.job.run_dir] = _collect(w)  # finished just before the signal
+                else:
+                    stopped += 1
+                    shutil.rmtree(w.work, ignore_errors=True)
+            raise Interrupted(outcomes, stopped) from None
+    finally:
+        bar.close()
+        shutil.rmtree(control, ignore_errors=True)
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
+    return outcomes
+
+
+def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int | None) -> _Worker:
+    job.run_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
+    spec_path, outcome, log = (control / f"{index}.{suffix}" for suffix in ("json", "outcome", "log"))
+    runtime = control / f"{index}.runtime"  # the kernel's connection file: removed with `control`
+    runtime.mkdir()
+    terminal = os.dup(2) if show else None  # the worker's bars go to our stderr, the kernel's noise to the log
+    spec = {"notebook": str(job.notebook), "values": job.values, "run_dir": str(job.run_dir), "chapter": job.chapter,
+            "work": str(work), "progress": show, "timeout": timeout, "outcome": str(outcome), "terminal_fd": terminal}
+    spec_path.write_text(json.dumps(spec))
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)}
+    try:
+        with log.open("w") as log_fh:
+            # a session of its own: the terminal's Ctrl-C reaches this process only, which stops the workers
+            proc = subprocess.Popen(
+                [sys.executable, "-c", "from dpbayes.cli import _worker_main; _worker_main()", str(spec_path)],
+                stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, env=env, start_new_session=True,
+                pass_fds=(terminal,) if terminal is not None else (),
+            )
+    finally:
+        if terminal is not None:
+            os.close(terminal)
+    return _Worker(job, proc, work, outcome, log)
+
+
+def _collect(w: _Worker) -> dict[str, Any]:
+    """A finished worker's outcome; a worker that died without one is a failed run (its temp dir removed)."""
+    try:
+        outcome = json.loads(w.outcome.read_text())
+    except (OSError, json.JSONDecodeError):
+        shutil.rmtree(w.work, ignore_errors=True)
+        lines = [ln for ln in w.log.read_text(errors="replace").splitlines() if ln.strip()] if w.log.exists() else []
+        last = lines[-1].strip() if lines else ""
+        outcome = {"run_dir": str(w.job.run_dir) + "-failed", "status": f"failed: worker exited with code {w.proc.returncode}{': ' + last if last else ''}"}
+    return outcome
 
 
 def store(job: Job, run_dir: Path, root: Path) -> list[str]:
@@ -303,13 +503,20 @@ def run_command(notebook: str, values: dict[str, Any]) -> str:
     return f"python -m dpbayes run {notebook}{opts}"
 
 
-def store_run(run_dir: Path, label: str, root: Path) -> Path:
-    """Keep a finished run (figures, scalar results, manifest) as ``figures/<chapter>/runs/<label>/``.
-
-    The previous copy under the same label is replaced atomically (staged, then renamed).
-    """
+def check_label(label: str) -> str:
+    """A stored run's label: lower-case letters, digits and '-' (not leading)."""
     if not label or not set(label) <= LABEL_CHARS or label.startswith("-"):
         raise ParameterError(f"--as must be a label of lower-case letters, digits and '-', got {label!r}")
+    return label
+
+
+def store_run(run_dir: Path, label: str, root: Path, force: bool = False) -> tuple[Path, list[str]]:
+    """Keep a finished run (figures, scalar results, manifest) as ``figures/<chapter>/runs/<label>/``.
+
+    An existing label is refused unless ``force``; then the previous copy is replaced atomically
+    (staged, then renamed) and the files it held that the new run does not are returned.
+    """
+    check_label(label)
     manifest_in = run_dir / "params.json"
     if not manifest_in.exists():
         raise ParameterError(f"{run_dir} is not a finished run (no params.json); run `python -m dpbayes run` first")
@@ -325,6 +532,17 @@ def store_run(run_dir: Path, label: str, root: Path) -> Path:
     if len(chapters) != 1:
         raise ParameterError(f"{run_dir}: expected the figures of one chapter, found {len(chapters)}")
     target = root / "figures" / chapters[0].name / STORED_RUNS_DIR / label
+    replaced: list[str] = []
+    if target.exists():
+        try:
+            owner = json.loads((target / RUN_MANIFEST).read_text()).get("notebook", "?")
+        except (OSError, json.JSONDecodeError):
+            owner = "?"
+        if not force:
+            whose = "" if owner == rel_nb.as_posix() else f", a run of {owner} (this run is of {rel_nb.as_posix()})"
+            raise ParameterError(f"stored run {target.relative_to(root)} exists{whose}; choose another --as label, or add --force to replace it")
+        new_names = {f.name for f in chapters[0].iterdir() if f.is_file()} | {f.name for f in produced.glob("results-*.json")} | {RUN_MANIFEST}
+        replaced = sorted(str((target / f.name).relative_to(root)) for f in target.iterdir() if f.name not in new_names)
     target.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".tmp-{label}-", dir=target.parent))
     try:
@@ -353,11 +571,11 @@ def store_run(run_dir: Path, label: str, root: Path) -> Path:
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
-    return target
+    return target, replaced
 
 
-def verify_run(stored: Path, out_base: Path, progress: bool, timeout: int | None) -> tuple[str, list[FigureDifference]]:
-    """Re-execute a stored run from its manifest and compare figures and scalar results with it."""
+def plan_verify(stored: Path) -> tuple[dict[str, Any], Path, dict[str, Any]]:
+    """A stored run's manifest, notebook and validated parameters (raises :class:`ParameterError`)."""
     manifest_path = stored / RUN_MANIFEST
     if not manifest_path.exists():
         raise ParameterError(f"{stored} holds no {RUN_MANIFEST}: not a stored run")
@@ -366,9 +584,16 @@ def verify_run(stored: Path, out_base: Path, progress: bool, timeout: int | None
     notebook = root / manifest["notebook"]
     if not notebook.exists():
         raise ParameterError(f"stored run {stored.name}: notebook {manifest['notebook']} does not exist")
-    values = validate_overrides(notebook_parameters(notebook), manifest["parameters"], where=str(notebook))
+    declared = notebook_parameters(notebook)
+    values = validate_overrides(declared, manifest["parameters"], where=str(notebook))
+    return manifest, notebook, full_values(notebook, declared, values)
+
+
+def verify_run(stored: Path, out_base: Path, progress: bool, timeout: int | None) -> tuple[str, list[FigureDifference]]:
+    """Re-execute a stored run from its manifest and compare figures and scalar results with it."""
+    manifest, notebook, values = plan_verify(stored)
     job = Job(notebook, values, out_base / f"verify-{manifest['label']}-{params_hash(notebook, values)}", notebook.parent.name)
-    outcome = execute(job, progress=progress, timeout=timeout)
+    outcome = run_jobs([job], 1, progress, timeout)[job.run_dir]
     if outcome["status"] != "ok":
         return outcome["run_dir"], [FigureDifference(manifest["label"], "*", outcome["status"])]
     fresh = Path(outcome["run_dir"]) / "figures"
@@ -383,13 +608,21 @@ def verify_run(stored: Path, out_base: Path, progress: bool, timeout: int | None
 
 
 def cmd_store_run(args: argparse.Namespace) -> int:
-    target = store_run(Path(args.run_dir), args.label, repo_root())
+    target, removed = store_run(Path(args.run_dir), args.label, repo_root(), force=args.force)
     print(f"stored {target}")
+    for name in removed:
+        print(f"        removed {name} (not produced by this run)")
     return 0
 
 
 def cmd_verify_run(args: argparse.Namespace) -> int:
-    out_base = (Path(args.out) if args.out else repo_root() / "runs").resolve()
+    out_base = check_out_dir(Path(args.out) if args.out else repo_root() / "runs")
+    check_timeout(args.timeout)
+    if args.dry_run:
+        for stored in args.stored:
+            manifest, notebook, values = plan_verify(Path(stored))
+            print(f"would re-run {run_command(manifest['notebook'], values)} and compare with {stored}")
+        return 0
     failed = 0
     for stored in args.stored:
         run_dir, problems = verify_run(Path(stored), out_base, progress=not args.quiet, timeout=args.timeout)
@@ -404,9 +637,10 @@ def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_d
     """One CSV row per run: notebook, parameters, status, directory and recorded scalar results."""
     rows = []
     for job in jobs:
-        outcome = outcomes[job.run_dir]
-        row: dict[str, Any] = {"notebook": job.notebook.name, **job.values, **outcome}
-        figs = Path(outcome["run_dir"]) / "figures"
+        outcome = outcomes.get(job.run_dir, {"run_dir": "", "status": "not run (interrupted)"})
+        rel = os.path.relpath(outcome["run_dir"], sweep_dir) if outcome["run_dir"] else ""
+        row: dict[str, Any] = {"notebook": job.notebook.name, **job.values, "run_dir": rel, "status": outcome["status"]}
+        figs = Path(outcome["run_dir"]) / "figures" if outcome["run_dir"] else Path("/nonexistent")
         for res in sorted(figs.glob("results-*.json")) if figs.exists() else []:
             for key, value in json.loads(res.read_text()).items():
                 row[f"{res.stem[len('results-'):]}.{key}"] = value
@@ -420,6 +654,26 @@ def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_d
     return target
 
 
+def check_timeout(timeout: int | None) -> None:
+    if timeout is not None and timeout < 1:
+        raise ParameterError(f"--timeout must be an integer number of seconds >= 1, got {timeout}")
+
+
+def check_out_dir(out: Path) -> Path:
+    """The runs' base directory, resolved; it must be (or be creatable as) a writable directory."""
+    out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"--out {out} exists and is not a directory")
+    existing = next(p for p in (out, *out.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ParameterError(f"--out {out}: cannot create a directory there ({existing} is not writable)")
+    return out
+
+
+def _describe(values: dict[str, Any]) -> str:
+    return json.dumps(values) if values else "(defaults)"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     root = repo_root()
     raw: dict[str, str] = {}
@@ -427,36 +681,65 @@ def cmd_run(args: argparse.Namespace) -> int:
         if name in raw:
             raise ParameterError(f"parameter {name} given twice; use a comma list to sweep it")
         raw[name] = value
-    out_base = (Path(args.out) if args.out else root / "runs").resolve()  # the kernel runs in the chapter folder
-    jobs, is_sweep = plan_jobs(Path(args.target), raw, out_base, args.update_stored)
     if args.jobs < 1:
         raise ParameterError(f"--jobs must be an integer >= 1, got {args.jobs}")
-
-    outcomes: dict[Path, dict[str, Any]] = {}
-    if args.jobs == 1 or len(jobs) == 1:
+    check_timeout(args.timeout)
+    out_base = check_out_dir(Path(args.out) if args.out else root / "runs")  # the kernel runs in the chapter folder
+    jobs, is_sweep, skipped = plan_jobs(Path(args.target), raw, out_base, args.update_stored, root)
+    for nb in skipped:
+        print(f"skipping {nb}: it declares none of {', '.join(raw)}", file=sys.stderr)
+    if not jobs:
+        raise ParameterError(f"no notebook under {args.target} declares {', '.join(raw)}")
+    if args.dry_run:
         for job in jobs:
-            print(f"running {job.notebook} {json.dumps(job.values) if job.values else '(defaults)'}", file=sys.stderr)
-            outcomes[job.run_dir] = execute(job, progress=not args.quiet, timeout=args.timeout)
-    else:
-        from tqdm import tqdm
+            print(f"would run {job.notebook} {_describe(job.values)} -> {os.path.relpath(job.run_dir)}")
+        if is_sweep:
+            print(f"would write {os.path.relpath(jobs[0].run_dir.parent / 'summary.csv')}")
+        return 0
 
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            futures = {pool.submit(_execute_in_worker, job, args.timeout): job for job in jobs}
-            for fut in tqdm(as_completed(futures), total=len(futures), desc="notebooks", disable=args.quiet):
-                outcomes[futures[fut].run_dir] = fut.result()
+    base = jobs[0].run_dir.parent
+    created = [d for d in (base, *base.parents) if not d.exists()]  # removed again if nothing is kept
+    try:
+        outcomes = run_jobs(jobs, args.jobs, progress=not args.quiet, timeout=args.timeout)
+    except Interrupted as stop:
+        print(_interrupted(stop, jobs, is_sweep, created), file=sys.stderr)
+        return 130
+    except OSError as exc:
+        raise ParameterError(f"cannot write the runs under {out_base}: {exc.strerror or exc}") from None
 
     failed = 0
     for job in jobs:
         outcome = outcomes[job.run_dir]
-        print(f"{outcome['status']:>6}  {outcome['run_dir']}")
+        print(f"{outcome['status']:>6}  {os.path.relpath(outcome['run_dir'])}")
         if outcome["status"] != "ok":
             failed += 1
         elif args.update_stored:
             for changed in store(job, Path(outcome["run_dir"]), root):
                 print(f"        stored {changed}")
     if is_sweep:
-        print(f"summary  {write_summary(jobs, outcomes, jobs[0].run_dir.parent)}")
+        print(f"summary  {os.path.relpath(write_summary(jobs, outcomes, jobs[0].run_dir.parent))}")
     return 1 if failed else 0
+
+
+def _interrupted(stop: Interrupted, jobs: list[Job], is_sweep: bool, created: list[Path]) -> str:
+    """Tidy up after Ctrl-C / SIGTERM and say in one line what is left."""
+    done = [j for j in jobs if j.run_dir in stop.outcomes]
+    if is_sweep and done:
+        sweep = jobs[0].run_dir.parent
+        write_summary(jobs, stop.outcomes, sweep)
+        marked = sweep.with_name(sweep.name + "-incomplete")
+        if marked.exists():
+            shutil.rmtree(marked)
+        os.replace(sweep, marked)
+        return (f"interrupted: incomplete sweep kept in {os.path.relpath(marked)} "
+                f"({len(done)} of {len(jobs)} runs done, summary.csv lists which); nothing was stored")
+    for d in created:  # only directories this command created, and only if empty
+        with contextlib.suppress(OSError):
+            d.rmdir()
+    if done:
+        return (f"interrupted: {len(done)} of {len(jobs)} notebooks finished (their runs are complete, "
+                f"e.g. {os.path.relpath(done[0].run_dir)}); the rest was stopped; nothing was stored")
+    return "interrupted: nothing was written and nothing was stored"
 
 
 def cmd_params(args: argparse.Namespace) -> int:
@@ -469,19 +752,62 @@ def cmd_params(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``error: ...``) and exit code 2, like a bad value."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Take ``-p NAME VALUE`` / ``-p NAME=VALUE`` out of ``argv`` before argparse sees it.
+
+    argparse would read a value such as ``-inf`` as an option; here the token after the name is
+    always the value.
+    """
+    rest: list[str] = []
+    pairs: list[tuple[str, str]] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in ("-p", "--param") or token.startswith("--param="):
+            if token.startswith("--param="):
+                first, i = token[len("--param="):], i + 1
+            elif i + 1 < len(argv):
+                first, i = argv[i + 1], i + 2
+            else:
+                raise ParameterError(f"{token} needs a parameter name and a value: -p NAME VALUE or -p NAME=VALUE")
+            if "=" in first:
+                name, value = first.split("=", 1)
+            elif i < len(argv):
+                name, value, i = first, argv[i], i + 1
+            else:
+                raise ParameterError(f"-p {first} needs a value: -p NAME VALUE or -p NAME=VALUE")
+            if not name.isidentifier():
+                raise ParameterError(f"-p needs a parameter name first, got {name!r}")
+            pairs.append((name, value))
+        else:
+            rest.append(token)
+            i += 1
+    return rest, pairs
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m dpbayes", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="python -m dpbayes", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="execute a notebook or a chapter with papermill")
     run.add_argument("target", help="a notebook (.ipynb) or a chapter folder")
     run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                     help="override a parameter; a comma list on a scalar parameter sweeps it")
+                     help="override a parameter (also -p NAME=VALUE); a comma list on a scalar parameter sweeps it")
     run.add_argument("--out", help="base directory for runs (default: runs/)")
     run.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel (default 1)")
     run.add_argument("--update-stored", action="store_true",
                      help="overwrite the stored notebook outputs and figures/ (default parameters only)")
-    run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds (default: none)")
+    run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds, >= 1 (default: none)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--dry-run", action="store_true",
+                     help="validate the parameters and print the planned runs; execute and write nothing")
     run.set_defaults(func=cmd_run)
     params = sub.add_parser("params", help="list the declared parameters of notebooks as a Markdown table")
     params.add_argument("target", nargs="?", default="chapters")
@@ -489,19 +815,26 @@ def build_parser() -> argparse.ArgumentParser:
     keep = sub.add_parser("store-run", help="keep a finished non-default run as figures/<chapter>/runs/<label>/")
     keep.add_argument("run_dir", help="a run directory written by `run` (holds params.json and figures/)")
     keep.add_argument("--as", dest="label", required=True, help="label: lower-case letters, digits, '-'")
+    keep.add_argument("--force", action="store_true", help="replace a stored run of the same label")
     keep.set_defaults(func=cmd_store_run)
     verify = sub.add_parser("verify-run", help="re-execute stored runs and compare them with what is stored")
     verify.add_argument("stored", nargs="+", help="figures/<chapter>/runs/<label> folders")
     verify.add_argument("--out", help="base directory for the re-runs (default: runs/)")
-    verify.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds (default: none)")
+    verify.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds, >= 1 (default: none)")
     verify.add_argument("--quiet", action="store_true", help="no progress bar")
+    verify.add_argument("--dry-run", action="store_true", help="check the manifests and print the re-runs; execute nothing")
     verify.set_defaults(func=cmd_verify_run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        rest, pairs = _split_params(list(sys.argv[1:] if argv is None else argv))
+        args = build_parser().parse_args(rest)
+        if pairs:
+            if args.command != "run":
+                raise ParameterError("-p is an option of `run` only")
+            args.param = (args.param or []) + [list(p) for p in pairs]
         return int(args.func(args))
     except ParameterError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -9,7 +9,14 @@ Grammar of the cell (one parameter per line, annotated assignment plus a comment
     seed: int = 1  # seed of numpy.random.default_rng; range [0, inf)
 
 ``type`` is one of ``int``, ``float``, ``bool``, ``str``, ``list[int]``, ``list[float]``, ``list[str]``; the range
-applies to every element of a list; ``inf`` bounds are allowed; a list must not be empty.
+applies to every element of a list; ``inf`` bounds are allowed; a list must not be empty. Numbers are written
+plainly (``50``, ``-1``, ``0.5``, ``1e-3``; no ``5_0``); ``nan`` is never accepted and ``inf`` only where the
+range includes it explicitly (``range [0, inf]``, not ``range (0, inf)``). A comma list must not hold empty
+entries (``50,``, ``,50`` and ``50,,60`` are errors).
+
+Constraints between parameters (one list as long as another, a burn-in shorter than the chain) are
+declared per notebook in :mod:`dpbayes.constraints` and checked, with these values, by
+:func:`dpbayes.constraints.check` both by the run command (before a kernel starts) and by the notebook.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from typing import Any
 
 SUPPORTED_TYPES = ("int", "float", "bool", "str", "list[int]", "list[float]", "list[str]")
 _RANGE_RE = re.compile(r"^\s*([\[(])\s*([^,]+?)\s*,\s*([^\])]+?)\s*([\])])\s*$")
+_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+_FLOAT_RE = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?inf(inity)?$", re.IGNORECASE)
 
 
 class ParameterError(ValueError):
@@ -51,8 +60,6 @@ class Parameter:
         """Human-readable allowed set, e.g. ``(0, inf)`` or ``one of exact, mc``."""
         if self.choices:
             return "one of " + ", ".join(self.choices)
-        if self.low is None and self.high is None:
-            return "any " + self.type
         lo = "-inf" if self.low is None else _fmt(self.low)
         hi = "inf" if self.high is None else _fmt(self.high)
         return f"{'(' if self.low_open else '['}{lo}, {hi}{')' if self.high_open else ']'}"
@@ -67,24 +74,22 @@ class Parameter:
                 return raw
             if isinstance(raw, float) and raw.is_integer():
                 return int(raw)
-            if isinstance(raw, str):
-                try:
-                    return int(raw.strip())
-                except ValueError:
-                    pass
+            if isinstance(raw, str) and _INT_RE.match(raw.strip()):
+                return int(raw.strip())
             raise ParameterError(f"{where} must be an integer in {self.allowed}, got {raw!r}")
         if kind == "float":
             if isinstance(raw, bool):
                 raise ParameterError(f"{where} must be a number, got {raw!r}")
             if isinstance(raw, (int, float)):
                 value = float(raw)
+            elif isinstance(raw, str) and _FLOAT_RE.match(raw.strip()):
+                value = float(raw.strip())
             else:
-                try:
-                    value = float(str(raw).strip())
-                except ValueError:
-                    raise ParameterError(f"{where} must be a number in {self.allowed}, got {raw!r}") from None
+                raise ParameterError(f"{where} must be a number in {self.allowed}, got {raw!r}")
             if math.isnan(value):
-                raise ParameterError(f"{where} must be a number in {self.allowed}, got nan")
+                raise ParameterError(f"{where} must be a finite number in {self.allowed}, got nan")
+            if math.isinf(value) and not self._admits_inf(value):
+                raise ParameterError(f"{where} must be a finite number in {self.allowed}, got {_fmt(value)}")
             return value
         if kind == "bool":
             if isinstance(raw, bool):
@@ -96,6 +101,12 @@ class Parameter:
                 return False
             raise ParameterError(f"{where} must be true or false, got {raw!r}")
         return str(raw).strip()
+
+    def _admits_inf(self, value: float) -> bool:
+        """Whether the declared range includes ``value`` (+-inf) explicitly: ``[0, inf]`` does, ``(0, inf)`` not."""
+        if value > 0:
+            return self.high is None and not self.high_open
+        return self.low is None and not self.low_open
 
     def _check_bounds(self, value: Any) -> None:
         where = f"parameter {self.name}"
@@ -121,7 +132,7 @@ class Parameter:
                     except json.JSONDecodeError:
                         raise ParameterError(f"parameter {self.name} must be a list of {kind}, got {raw!r}") from None
                 else:
-                    raw = [part for part in text.replace(";", ",").split(",") if part.strip()]
+                    raw = split_list(text, self.name)
             if not isinstance(raw, (list, tuple)) or len(raw) == 0:
                 raise ParameterError(f"parameter {self.name} must be a non-empty list of {kind} in {self.allowed}")
             values = [self._scalar(v, kind) for v in raw]
@@ -131,6 +142,14 @@ class Parameter:
         value = self._scalar(raw, self.type)
         self._check_bounds(value)
         return value
+
+
+def split_list(text: str, name: str) -> list[str]:
+    """The entries of a command-line comma list; an empty entry (``50,``, ``,50``, ``50,,60``) is an error."""
+    parts = [part.strip() for part in text.replace(";", ",").split(",")]
+    if len(parts) > 1 and not all(parts):
+        raise ParameterError(f"parameter {name}: empty entry in the comma list {text!r}")
+    return [p for p in parts if p]
 
 
 def _fmt(x: float) -> str:

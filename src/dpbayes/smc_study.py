@@ -173,6 +173,23 @@ def run_replicate(config: StudyConfig, eps: float, b: float, eps_index: int, run
     return Replicate(eps_index, run, estimates, fisher, latent)
 
 
+def default_b_grid(eps_grid: Sequence[float]) -> list[float]:
+    """Half-widths ``b*`` of the adaptive interval ``[-b*, b*]`` for each eps when none are given.
+
+    The paper's own ``b*`` (``truncation.PAPER_INTERVALS``) for its four eps values; for any other eps
+    the best symmetric interval of the exact Fisher information about ``mu`` on the author's grid
+    (:func:`dpbayes.truncation.best_interval`, paper eq. (13)), which is what chapter 3's notebook
+    03a computes for the paper's eps.
+    """
+    out = []
+    for eps in eps_grid:
+        eps_f = float(check_positive("eps_grid", eps))
+        paper = truncation.PAPER_INTERVALS.get(eps_f)
+        b = paper[1] if paper is not None else truncation.best_interval(eps_f, "paper", "exact")[1]
+        out.append(round(float(b), 10))
+    return out
+
+
 def simulation_study(
     config: StudyConfig,
     eps_grid: Sequence[float],
