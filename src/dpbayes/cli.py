@@ -114,6 +114,8 @@ def expand_sweeps(declared: dict[str, Parameter], raw: dict[str, str]) -> list[d
             values = split_list(text, name)
             if not values:
                 raise ParameterError(f"parameter {name}: empty sweep list")
+            if len(set(values)) != len(values):
+                raise ParameterError(f"parameter {name}: a value appears twice in the sweep {text!r}")
             axes.append([(name, v) for v in values])
         else:
             axes.append([(name, text)])
@@ -331,10 +333,10 @@ def _worker_main() -> None:
 class Interrupted(Exception):
     """Ctrl-C or SIGTERM arrived while jobs were running; the workers are already stopped."""
 
-    def __init__(self, outcomes: dict[Path, dict[str, Any]], stopped: int) -> None:
+    def __init__(self, outcomes: dict[Path, dict[str, Any]], stopped: list[Path]) -> None:
         super().__init__("interrupted")
         self.outcomes = outcomes
-        self.stopped = stopped
+        self.stopped = stopped  # run directories of the jobs that were running
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -364,10 +366,19 @@ def _kill_tree(workers: list[_Worker], grace: float = 1.5) -> None:
     for v in victims:
         with contextlib.suppress(psutil.Error):
             v.kill()
-    psutil.wait_procs(victims, timeout=grace)
-    for w in workers:
+    for w in workers:  # our own children: reaped here
         with contextlib.suppress(subprocess.TimeoutExpired):
             w.proc.wait(timeout=grace)
+
+    def dead(v: psutil.Process) -> bool:  # a killed kernel stays a zombie until init reaps it
+        try:
+            return v.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    deadline = time.monotonic() + grace
+    while not all(dead(v) for v in victims) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None) -> dict[Path, dict[str, Any]]:
@@ -386,14 +397,15 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
     old_int = signal.getsignal(signal.SIGINT)
     bar = tqdm(total=len(jobs), desc="notebooks", disable=not progress or one_at_a_time, leave=False)
     control = Path(tempfile.mkdtemp(prefix="dpbayes-run-"))
+    started = 0
     try:
         try:
             while pending or running:
                 while pending and len(running) < parallel:
                     if one_at_a_time:
                         print(f"running {pending[0].notebook} {_describe(pending[0].values)}", file=sys.stderr)
-                    running.append(_start_worker(pending.pop(0), control, len(outcomes) + len(running),
-                                                 progress and one_at_a_time, timeout))
+                    running.append(_start_worker(pending.pop(0), control, started, progress and one_at_a_time, timeout))
+                    started += 1
                 for w in list(running):
                     if w.proc.poll() is not None:
                         running.remove(w)
@@ -404,12 +416,12 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             _kill_tree(running)
-            stopped = 0
+            stopped = []
             for w in running:
                 if w.outcome.exists() and json.loads(w.outcome.read_text() or "{}").get("status") == "ok":
                     outcomes[w.job.run_dir] = _collect(w)  # finished just before the signal
                 else:
-                    stopped += 1
+                    stopped.append(w.job.run_dir)
                     shutil.rmtree(w.work, ignore_errors=True)
             raise Interrupted(outcomes, stopped) from None
     finally:
@@ -633,11 +645,14 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path) -> Path:
-    """One CSV row per run: notebook, parameters, status, directory and recorded scalar results."""
+def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path,
+                  stopped: list[Path] | None = None) -> Path:
+    """One CSV row per run: notebook, parameters, status, directory (relative to the sweep) and recorded
+    scalar results. After an interruption the runs without outcome are listed as stopped or not started."""
     rows = []
     for job in jobs:
-        outcome = outcomes.get(job.run_dir, {"run_dir": "", "status": "not run (interrupted)"})
+        missing = "stopped (interrupted)" if job.run_dir in (stopped or []) else "not started (interrupted)"
+        outcome = outcomes.get(job.run_dir, {"run_dir": "", "status": missing})
         rel = os.path.relpath(outcome["run_dir"], sweep_dir) if outcome["run_dir"] else ""
         row: dict[str, Any] = {"notebook": job.notebook.name, **job.values, "run_dir": rel, "status": outcome["status"]}
         figs = Path(outcome["run_dir"]) / "figures" if outcome["run_dir"] else Path("/nonexistent")
@@ -665,8 +680,10 @@ def check_out_dir(out: Path) -> Path:
     if out.exists() and not out.is_dir():
         raise ParameterError(f"--out {out} exists and is not a directory")
     existing = next(p for p in (out, *out.parents) if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise ParameterError(f"--out {out}: cannot create a directory there ({existing} is not writable)")
+    try:  # a probe that leaves nothing behind (os.access says yes to root even in /proc)
+        Path(tempfile.mkdtemp(prefix=".dpbayes-probe-", dir=existing)).rmdir()
+    except OSError as exc:
+        raise ParameterError(f"--out {out}: cannot create a directory in {existing} ({exc.strerror or exc})") from None
     return out
 
 
@@ -700,12 +717,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     base = jobs[0].run_dir.parent
     created = [d for d in (base, *base.parents) if not d.exists()]  # removed again if nothing is kept
     try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError(f"cannot create {base}: {exc.strerror or exc}") from None
+    try:
         outcomes = run_jobs(jobs, args.jobs, progress=not args.quiet, timeout=args.timeout)
     except Interrupted as stop:
-        print(_interrupted(stop, jobs, is_sweep, created), file=sys.stderr)
+        bar_open = not args.quiet and (args.jobs == 1 or len(jobs) == 1)  # papermill's bar ends without a newline
+        print(("\n" if bar_open else "") + _interrupted(stop, jobs, is_sweep, created), file=sys.stderr)
         return 130
-    except OSError as exc:
-        raise ParameterError(f"cannot write the runs under {out_base}: {exc.strerror or exc}") from None
 
     failed = 0
     for job in jobs:
@@ -726,7 +746,7 @@ def _interrupted(stop: Interrupted, jobs: list[Job], is_sweep: bool, created: li
     done = [j for j in jobs if j.run_dir in stop.outcomes]
     if is_sweep and done:
         sweep = jobs[0].run_dir.parent
-        write_summary(jobs, stop.outcomes, sweep)
+        write_summary(jobs, stop.outcomes, sweep, stop.stopped)
         marked = sweep.with_name(sweep.name + "-incomplete")
         if marked.exists():
             shutil.rmtree(marked)
