@@ -190,15 +190,43 @@ def plan_jobs(target: Path, raw: dict[str, str], out_base: Path, update_stored: 
     return jobs, is_sweep, skipped
 
 
-def _clean_for_storage(nb_path: Path) -> None:
-    """Drop papermill's volatile metadata (timestamps, durations) from an executed notebook."""
+VOLATILE_MARK = "# NBVAL_IGNORE_OUTPUT"
+
+
+def _source(cell: dict[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _clean_for_storage(nb_path: Path, stored: Path | None = None) -> int:
+    """Make an executed notebook byte-stable for storage; return how many volatile outputs were kept.
+
+    Drops papermill's volatile metadata (timestamps, durations) and the empty ``tags`` lists it adds.
+    With ``stored`` (the notebook as committed), a cell marked ``# NBVAL_IGNORE_OUTPUT`` (timings:
+    different on every run, and not compared by nbval) whose source is unchanged keeps its stored
+    outputs, so re-storing unchanged code rewrites the same bytes.
+    """
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
     nb.get("metadata", {}).pop("papermill", None)
+    previous: dict[str, dict[str, Any]] = {}
+    if stored is not None and stored.exists():
+        for cell in json.loads(stored.read_text(encoding="utf-8")).get("cells", []):
+            if cell.get("cell_type") == "code" and _source(cell).lstrip().startswith(VOLATILE_MARK) and cell.get("outputs"):
+                previous[_source(cell)] = cell
+    kept = 0
     for cell in nb["cells"]:
         meta = cell.get("metadata", {})
         meta.pop("papermill", None)
         meta.pop("execution", None)
+        if meta.get("tags") == []:
+            del meta["tags"]
+        old = previous.get(_source(cell)) if cell.get("cell_type") == "code" else None
+        if old is not None:
+            cell["outputs"] = old["outputs"]
+            cell["execution_count"] = old.get("execution_count")
+            kept += 1
     nb_path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return kept
 
 
 class LoopProgressBar:
@@ -469,14 +497,20 @@ def _collect(w: _Worker) -> dict[str, Any]:
     return outcome
 
 
-def store(job: Job, run_dir: Path, root: Path) -> list[str]:
-    """Copy a successful default-parameter run over the stored notebook and stored figures."""
+def store(job: Job, run_dir: Path, root: Path, refresh_volatile: bool = False) -> list[str]:
+    """Copy a successful default-parameter run over the stored notebook and stored figures.
+
+    Timing cells (``# NBVAL_IGNORE_OUTPUT``) keep their stored outputs unless ``refresh_volatile``.
+    """
     changed: list[str] = []
     executed = run_dir / job.notebook.name
-    _clean_for_storage(executed)
-    with atomic_path(job.notebook) as tmp:
-        shutil.copyfile(executed, tmp)
-    changed.append(str(job.notebook))
+    kept = _clean_for_storage(executed, None if refresh_volatile else job.notebook)
+    if job.notebook.read_bytes() != executed.read_bytes():
+        with atomic_path(job.notebook) as tmp:
+            shutil.copyfile(executed, tmp)
+        changed.append(str(job.notebook))
+    if kept:
+        changed.append(f"(kept the stored output of {kept} timing cell(s) of {job.notebook.name}; --refresh-volatile replaces it)")
     produced = run_dir / "figures"
     stored_root = root / "figures"
     new_files = {p.relative_to(produced) for p in produced.rglob("*") if p.is_file()} if produced.exists() else set()
@@ -497,9 +531,12 @@ def store(job: Job, run_dir: Path, root: Path) -> list[str]:
     for rel in sorted(new_files):
         if rel.name.startswith("results-"):
             continue
-        with atomic_path(stored_root / rel) as tmp:
+        target = stored_root / rel
+        if target.exists() and target.read_bytes() == (produced / rel).read_bytes():
+            continue
+        with atomic_path(target) as tmp:
             shutil.copyfile(produced / rel, tmp)
-        changed.append(str(stored_root / rel))
+        changed.append(str(target))
     return changed
 
 
@@ -701,6 +738,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise ParameterError(f"--jobs must be an integer >= 1, got {args.jobs}")
     check_timeout(args.timeout)
+    if args.refresh_volatile and not args.update_stored:
+        raise ParameterError("--refresh-volatile only applies with --update-stored")
     out_base = check_out_dir(Path(args.out) if args.out else root / "runs")  # the kernel runs in the chapter folder
     jobs, is_sweep, skipped = plan_jobs(Path(args.target), raw, out_base, args.update_stored, root)
     for nb in skipped:
@@ -734,8 +773,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         if outcome["status"] != "ok":
             failed += 1
         elif args.update_stored:
-            for changed in store(job, Path(outcome["run_dir"]), root):
-                print(f"        stored {changed}")
+            changes = store(job, Path(outcome["run_dir"]), root, refresh_volatile=args.refresh_volatile)
+            for changed in changes:
+                print(f"        {changed if changed.startswith(('(', 'removed')) else 'stored ' + changed}")
+            if not changes:
+                print(f"        unchanged {job.notebook} and its figures")
     if is_sweep:
         print(f"summary  {os.path.relpath(write_summary(jobs, outcomes, jobs[0].run_dir.parent))}")
     return 1 if failed else 0
@@ -824,6 +866,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel (default 1)")
     run.add_argument("--update-stored", action="store_true",
                      help="overwrite the stored notebook outputs and figures/ (default parameters only)")
+    run.add_argument("--refresh-volatile", action="store_true",
+                     help="with --update-stored: also replace the stored outputs of timing cells (# NBVAL_IGNORE_OUTPUT)")
     run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds, >= 1 (default: none)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--dry-run", action="store_true",

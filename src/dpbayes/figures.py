@@ -61,6 +61,19 @@ def use_style() -> None:
     matplotlib.rcParams.update(STYLE)
 
 
+JSON_DIGITS = 12
+"""Significant digits of every float written to a figure or results JSON file.
+
+Far below any comparison tolerance (the smallest stored ``rtol`` is 1e-9), far above the last-digit
+noise of floating point (different BLAS paths, summation order), so that re-storing an unchanged
+result rewrites the same bytes."""
+
+
+def json_float(x: float) -> float:
+    """``x`` rounded to :data:`JSON_DIGITS` significant digits (the one place floats are rounded for storage)."""
+    return float(f"{x:.{JSON_DIGITS}g}")
+
+
 def _to_jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _to_jsonable(v) for k, v in value.items()}
@@ -76,7 +89,7 @@ def _to_jsonable(value: Any) -> Any:
             return "nan"
         if math.isinf(f):
             return "inf" if f > 0 else "-inf"
-        return f
+        return json_float(f)
     if isinstance(value, (np.bool_,)):
         return bool(value)
     return value
@@ -224,7 +237,7 @@ def compare_figure_json(stored: Mapping[str, Any], fresh: Mapping[str, Any], nam
                         name,
                         label,
                         f"{int(bad.sum())} value(s) differ; largest |diff| = {diff.flat[worst]:.3g} "
-                        f"at {tuple(int(i) for i in idx)} (stored {x.flat[worst]!r}, fresh {y.flat[worst]!r}; "
+                        f"at {tuple(int(i) for i in idx)} (stored {float(x.flat[worst])!r}, fresh {float(y.flat[worst])!r}; "
                         f"rtol={rtol:g}, atol={atol:g})",
                     )
                 )
