@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CACHE := _build/.jupyter_cache
 FRESH_FIGURES := _build/test-figures
-NBVAL_FLAGS := --nbval --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
+FRESH_FIGURES_NARROW := _build/test-figures-narrow
+# nbval with numbers compared to a tolerance (tests/nbval_numeric.py; rules in CONTRIBUTING.md)
+NBVAL_FLAGS := --nbval -p tests.nbval_numeric --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
 JOBS ?= 2
 # Offline MathJax 3 for the rendered book (copied into _build/html/_static/mathjax by dpbayes.book).
 BOOK_PACKAGES := django-static-mathjax==3.2.2.1
@@ -15,7 +17,7 @@ BROWSER_DIR := _build/browser
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: book test unit notebooks figures browser browser-build chromium setup clean verify-runs
+.PHONY: book test unit notebooks figures notebooks-narrow figures-narrow browser browser-build chromium setup clean verify-runs
 
 setup: $(STAMP) $(BOOK_STAMP)
 
@@ -46,7 +48,7 @@ book: $(STAMP) $(BOOK_STAMP)
 	  rm -rf $(CACHE) _build/.doctrees _build/jupyter_execute; echo $$hash > _build/.src-hash; fi
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
 
-test: unit notebooks figures browser
+test: unit notebooks figures notebooks-narrow figures-narrow browser
 
 unit: $(STAMP) $(BOOK_STAMP)
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --ignore=tests/test_browser.py
@@ -57,6 +59,17 @@ notebooks: $(STAMP)
 
 figures: $(STAMP)
 	DPBAYES_FRESH_FIGURES=$(CURDIR)/$(FRESH_FIGURES) $(BIN)/python -m pytest tests/test_stored_figures.py -q -p no:cacheprovider -rs
+
+# The same validation on the narrow floating-point path: NumPy's SIMD dispatch limited to its
+# baseline and an older OpenBLAS core (tests/narrow_cpu.py), so that a machine with a wide vector
+# unit also checks what a reader's narrower CPU computes.
+notebooks-narrow: $(STAMP)
+	rm -rf $(FRESH_FIGURES_NARROW)
+	DPBAYES_FIGURES_DIR=$(CURDIR)/$(FRESH_FIGURES_NARROW) $(BIN)/python tests/narrow_cpu.py \
+	  $(BIN)/python -m pytest $(NBVAL_FLAGS) -n $(JOBS) --dist loadfile chapters -q
+
+figures-narrow: $(STAMP)
+	DPBAYES_FRESH_FIGURES=$(CURDIR)/$(FRESH_FIGURES_NARROW) $(BIN)/python -m pytest tests/test_stored_figures.py -q -p no:cacheprovider -rs
 
 # Debian's chromium, driven by Playwright through executable_path (no browser download).
 chromium:

@@ -1,0 +1,119 @@
+"""The notebook comparison of tests/nbval_numeric.py bites: beyond tolerance fails, within passes."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from nbval_numeric import compare_text, compare_value, last_digit_unit, number_tolerance
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "chapters/03-adaptive-truncation/03a-fisher-intervals.ipynb"
+
+
+def stored_markdown_output() -> dict:
+    """The stored output of 03a's table of best half-widths (a Markdown table display)."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "display(fmt_table(best_table))" in cell.source:
+            (out,) = [o for o in cell.outputs if "text/markdown" in o.get("data", {})]
+            return json.loads(json.dumps(out))
+    raise AssertionError("03a no longer displays best_table")
+
+
+@pytest.fixture(scope="module")
+def table() -> str:
+    return stored_markdown_output()["data"]["text/markdown"]
+
+
+def test_identical_text_passes(table):
+    assert compare_text(table, table) == (None, [])
+
+
+def test_last_digit_unit_and_tolerance():
+    assert last_digit_unit("0.07055") == Decimal("1e-5")
+    assert last_digit_unit("5.173e-05") == Decimal("1e-8")
+    assert last_digit_unit("12") == Decimal(1)
+    # the finer of two printings decides: 1 vs 0.9999 (a .4g flip at 0.99995)
+    assert number_tolerance("1", "0.9999") >= Decimal("1e-4")
+    # two integers get no unit: counts and sizes must not move
+    assert number_tolerance("100", "101") < 1
+
+
+def test_number_within_printed_precision_passes(table):
+    assert "0.07055" in table
+    mismatch, moved = compare_text(table, table.replace("0.07055", "0.07056", 1))
+    assert mismatch is None
+    assert [(s, f) for s, f, _ in moved] == [("0.07055", "0.07056")]
+
+
+def test_number_beyond_tolerance_fails_and_names_both_numbers(table):
+    mismatch, _ = compare_text(table, table.replace("0.07055", "0.07058", 1))
+    assert mismatch is not None and mismatch.kind == "number"
+    text = mismatch.describe()
+    assert "0.07055 (stored)" in text and "0.07058 (fresh)" in text and "tolerance 1e-05" in text
+
+
+def test_changed_integer_fails(table):
+    mismatch, _ = compare_text("n = 100, 30 runs", "n = 101, 30 runs")
+    assert mismatch is not None and "100 (stored)" in mismatch.describe()
+
+
+def test_changed_word_fails(table):
+    mismatch, _ = compare_text(table, table.replace("harmonic", "harmonics", 1))
+    assert mismatch is not None and mismatch.kind == "text"
+    assert "harmonics" in mismatch.describe()
+
+
+def test_padding_that_follows_a_number_width_passes():
+    stored = "| a | b |\n|--:|--:|\n|  0        | 1 |\n"
+    fresh = "| a | b |\n|--:|--:|\n| -1.85e-16 | 1 |\n"
+    assert compare_text(stored, fresh)[0] is None  # zero in exact arithmetic: the absolute floor
+
+
+def test_tiny_value_beyond_the_absolute_floor_fails():
+    assert compare_text("diff 0", "diff 3e-9")[0] is not None
+
+
+def test_non_text_fields_are_compared_exactly():
+    assert compare_value("0.5", "0.5000001", "image/svg+xml")[0] is not None
+    assert compare_value(["0.0705", "5\n"], "0.07055\n", "text/plain")[0] is None
+
+
+def _tiny_notebook(path: Path, output: dict) -> None:
+    """A notebook whose one cell re-displays 03a's stored table; its stored output is ``output``."""
+    text = stored_markdown_output()["data"]["text/markdown"]
+    cell = nbformat.v4.new_code_cell(
+        "from IPython.display import Markdown, display\n" f"display(Markdown({text!r}))\n",
+        execution_count=1, outputs=[nbformat.from_dict(output)])
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_nbval_with_the_plugin_end_to_end(tmp_path):
+    """nbval + plugin on copies of a stored output: within precision passes, beyond fails, word fails."""
+    original = stored_markdown_output()
+    cases = {"within": ("0.07055", "0.07056"), "beyond": ("0.07055", "0.07075"), "word": ("harmonic", "harmonix")}
+    for name, (old, new) in cases.items():
+        out = copy.deepcopy(original)
+        out["data"]["text/markdown"] = out["data"]["text/markdown"].replace(old, new, 1)
+        _tiny_notebook(tmp_path / f"{name}.ipynb", out)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "-p", "tests.nbval_numeric", "-p", "no:cacheprovider",
+         "-q", "-rf", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 1, log
+    assert "2 failed, 1 passed" in log, log
+    # the stored copy was changed, so the fresh run shows the original numbers
+    assert "beyond.ipynb::Cell 0" in log and "0.07075 (stored) vs 0.07055 (fresh)" in log, log
+    assert "word.ipynb::Cell 0" in log and "harmonix" in log, log
+    assert "within.ipynb::Cell 0" not in log.split("short test summary")[-1], log
