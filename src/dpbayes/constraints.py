@@ -45,6 +45,11 @@ def same_length(a: str, b: str) -> Rule:
     )
 
 
+def min_length(a: str, k: int, why: str) -> Rule:
+    """``len(a) >= k``."""
+    return Rule((a,), lambda v: len(v[a]) >= k, lambda v: f"parameter {a} needs at least {k} entries ({why}), got {len(v[a])}")
+
+
 def _b_grid(values: Mapping[str, Any]) -> list[float]:
     from dpbayes.smc_study import default_b_grid
 
@@ -53,7 +58,8 @@ def _b_grid(values: Mapping[str, Any]) -> list[float]:
 
 #: notebook stem -> constraints between its parameters
 RULES: dict[str, list[Rule]] = {
-    "02a-sensitivity-privacy": [same_length("prior_a", "prior_b")],
+    "02a-sensitivity-privacy": [same_length("prior_a", "prior_b"),
+                                min_length("prior_a", 2, "the figures compare the first prior with another")],
     "02c-notes-claims": [same_length("prior_a", "prior_b")],
     "03b-smc-simulated": [same_length("eps_grid", "b_grid"), less("mcmc_burn_in", "mcmc_iter")],
     "03c-real-income": [less("mcmc_burn_in", "mcmc_iter")],

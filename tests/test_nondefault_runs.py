@@ -1,0 +1,146 @@
+"""Every notebook, run with a non-default value of every parameter, stays consistent with itself.
+
+The stored outputs only show the defaults, so a value hard-wired to a default (a label, an index,
+"the first element is the smallest") goes unnoticed there. Here each notebook runs once through
+``python -m dpbayes run`` with small, fast, non-default values for all its parameters (the dict
+below must cover every declared parameter: a new parameter fails the coverage test until it is
+added), and the run must
+
+* finish without error;
+* record in every figure exactly the parameter values it ran with (``params`` of the figure JSON);
+* pass the notebook's own consistency checks below (the numbers a table names are the ones it shows).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from dpbayes import counting
+from dpbayes.params import notebook_parameters
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# small and fast, and different from every default
+NONDEFAULT: dict[str, dict[str, str]] = {
+    "01a-lp-and-exact-solver": {"K": "12", "M_spot": "11", "eps_spot": "2.0,0.5", "solver": "CLARABEL", "n_generic": "2",
+                                "seed": "2"},
+    "01b-mse-vs-eps": {"K": "12", "M_theta": "101", "n_runs": "200", "eps_high": "0.005,0.002", "eps_low": "3.0,1.0",
+                       "seed": "2"},
+    "01c-mse-vs-K": {"K_max": "6", "eps_high": "0.002", "eps_low": "3.0", "M_theta": "101", "n_runs": "200", "seed": "2"},
+    "01d-heatmaps": {"K": "12", "eps_values": "1.0,0.01", "M_theta": "101", "n_bins": "11"},
+    "01e-beyond-the-paper": {"K": "12", "M_theta": "101", "eps_grid": "1.0,0.01,0.1", "prior_a": "3.0", "prior_b": "2.0",
+                             "K_thresholds": "20,5", "advantage_level": "0.05", "n_scan": "9"},
+    "02a-sensitivity-privacy": {"eps": "0.5", "n_max": "8", "prior_a": "1.0,0.1", "prior_b": "1.0,0.1", "gs_n_grid": "1,5,20",
+                                "ehdl_n_grid": "50,20", "ehds_betas": "1.0", "n_multi": "3,2"},
+    "02b-accuracy": {"eps": "0.5", "a": "2.0", "b": "3.0", "theta": "0.4", "n_small": "6", "n_large": "60",
+                     "n_grid": "100,10", "eps_grid": "2.0,0.5", "n_eps": "60", "n_grid_k3": "12,6", "n_grid_k4": "8",
+                     "trials": "200", "seed": "2"},
+    "02c-notes-claims": {"n_grid": "20,8", "eps_grid": "2.0,0.5", "prior_a": "1.0,2.0", "prior_b": "1.0,3.0",
+                         "t_factors": "2.0,1.0", "gammas": "0.1", "crossover_eps": "1.0,0.5", "crossover_n_max": "16",
+                         "theta": "0.4"},
+    "03a-fisher-intervals": {"eps_list": "3.0,2.0", "n_grid": "11", "mc_n_obs": "40", "mc_n_is": "40", "check_n_is": "80",
+                             "asym_n_grid": "5", "seed": "2"},
+    "03b-smc-simulated": {"n": "30", "n_particles": "20", "n_runs": "2", "methods": "SMC-adaptive,SMC-nonadaptive,MCMC",
+                          "eps_grid": "3.0,2.0", "b_grid": "0.4,0.2", "mu_true": "10.0", "sigma2_true": "4.0",
+                          "nonadaptive_halfwidth": "8.0", "noise_scale_factor": "0.8", "mcmc_iter": "200",
+                          "mcmc_burn_in": "50", "store_every": "5", "seed": "2", "n_jobs": "2"},
+    "03c-real-income": {"year": "1990", "n_use": "30", "n_particles": "20", "n_runs": "2", "eps": "2.0", "score": "paper",
+                        "nonadaptive_halfwidth": "4.0", "mcmc_iter": "200", "mcmc_burn_in": "50", "store_every": "5",
+                        "seed": "2"},
+    "04a-out-of-range": {"n": "20", "eps_list": "0.2,0.05", "p": "0.4", "runs": "1000", "seed": "2"},
+    # eps_min above the smallest Monte-Carlo eps: the case where 04b's table once named the wrong value
+    "04b-bayes-vs-naive": {"n_small": "20", "n_large": "50", "p": "0.4", "eps_min": "5.0", "eps_max": "20.0", "n_eps": "4",
+                           "eps_mc": "10.0,1.0", "eps": "0.5", "n_p": "4", "p_mc": "0.5,0.2", "runs": "1000", "seed": "2"},
+    "04c-beyond-the-paper": {"n": "20", "p": "0.4", "eps_min": "0.05", "eps_max": "5.0", "n_eps": "5", "eps_table": "0.5",
+                             "n_lp": "5", "eps_lp": "1.0,0.1", "p_lp": "0.3", "scan_n": "10,1", "scan_p": "0.1",
+                             "n_scan_eps": "3", "n_big": "200", "eps_big": "0.5", "runs": "1000", "seed": "2"},
+    "privacy-audit": {"eps": "0.5", "n": "8", "K": "4", "n_theta": "21", "n_multi": "3", "n_large": "30",
+                      "prior_large_a": "0.1", "prior_large_b": "0.1", "prior_a": "2.0", "prior_b": "2.0", "trunc_low": "-2.0",
+                      "trunc_high": "0.5", "n_samples": "2000", "confidence": "0.9", "eps_grid": "1.0,0.5", "seed": "2"},
+}
+
+NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def test_every_parameter_of_every_notebook_gets_a_nondefault_value() -> None:
+    assert sorted(NONDEFAULT) == sorted(nb.stem for nb in NOTEBOOKS)
+    for nb in NOTEBOOKS:
+        declared = notebook_parameters(nb)
+        values = NONDEFAULT[nb.stem]
+        assert sorted(values) == sorted(declared), f"{nb.name}: cover exactly the declared parameters"
+        for name, text in values.items():
+            assert declared[name].convert(text) != declared[name].default, f"{nb.name}: {name} = {text} is the default"
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+    return a == b
+
+
+def _markdown_tables(nb: nbformat.NotebookNode) -> list[list[dict[str, str]]]:
+    """Every Markdown table in the notebook's outputs, as rows of column -> cell text."""
+    tables = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("data", {}).get("text/markdown", "")
+            lines = [ln for ln in text.splitlines() if ln.startswith("|")]
+            if len(lines) < 3:
+                continue
+            header = [c.strip() for c in lines[0].strip("|").split("|")]
+            tables.append([dict(zip(header, (c.strip() for c in ln.strip("|").split("|")))) for ln in lines[2:]])
+    return tables
+
+
+def _check_04b(values: dict, nb: nbformat.NotebookNode) -> None:
+    rows = next(t for t in _markdown_tables(nb) if t and "Bayes error at eps_min" in t[0])
+    for row in rows:
+        n = int(row["n"])
+        assert float(row["naive at eps_min"]) == pytest.approx(1 / values["eps_min"], rel=1e-3)
+        expected = counting.mean_abs_error("mean", n, values["p"], values["eps_min"])
+        assert float(row["Bayes error at eps_min"]) == pytest.approx(expected, rel=1e-3), row
+
+
+CHECKS = {"04b-bayes-vs-naive": _check_04b}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
+def test_notebook_with_nondefault_parameters_is_consistent(notebook: Path, tmp_path: Path) -> None:
+    overrides = NONDEFAULT[notebook.stem]
+    args = [a for name, text in overrides.items() for a in ("-p", name, text)]
+    result = subprocess.run([sys.executable, "-m", "dpbayes", "run", str(notebook.relative_to(ROOT)), *args,
+                             "--out", str(tmp_path), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    ran_with = json.loads((run_dir / "params.json").read_text())["parameters"]
+    declared = notebook_parameters(notebook)
+    values = {name: p.default for name, p in declared.items()} | ran_with
+    assert set(overrides) <= set(ran_with)
+    for fig in sorted((run_dir / "figures").rglob("*.json")):
+        if fig.name.startswith("results-"):
+            continue
+        recorded = json.loads(fig.read_text())["params"]
+        for name, value in recorded.items():
+            if name in values:
+                assert _close(value, values[name]), f"{fig.name}: records {name} = {value!r}, the run used {values[name]!r}"
+    executed = nbformat.read(run_dir / notebook.name, as_version=4)
+    if notebook.stem in CHECKS:
+        CHECKS[notebook.stem](values, executed)
+    # no label in an output still names a default that was overridden, e.g. "n = 100" after -p n 20
+    text = "\n".join(out.get("text", "") + out.get("data", {}).get("text/plain", "")
+                     for cell in executed.cells for out in cell.get("outputs", []))
+    for name in overrides:
+        default = declared[name].default
+        if declared[name].type in ("int", "float") and not isinstance(default, bool):
+            assert not re.search(rf"\b{re.escape(name)} = {re.escape(format(default, 'g'))}\b", text), \
+                f"an output still says {name} = {default:g}"
