@@ -1,0 +1,141 @@
+"""Every shell command the documentation shows runs as written.
+
+The fenced ``bash`` blocks of README.md, rerun.md and CONTRIBUTING.md, and the examples that the
+``{dpbayes-run-examples}`` directive generates into rerun.md, are extracted line by line and checked:
+
+* ``python -m dpbayes run ...``: executed with ``--dry-run`` (every parameter and constraint is
+  validated, nothing runs); it must succeed, or, when the next line is ``# error: MESSAGE``, exit
+  with 2 and print exactly that message;
+* ``python -m dpbayes params|verify-run ...``: executed (``verify-run`` with ``--dry-run``);
+* ``python -m dpbayes store-run RUN --as LABEL``: ``RUN`` must be the directory that the ``run``
+  command before it in the same block plans, and ``LABEL`` a valid label not stored yet (or ``--force``);
+* ``make TARGET``: ``make -n TARGET`` must succeed (the target exists; nothing is built).
+
+A command of any other form fails the test, so a new kind of example needs a rule here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpbayes.book import run_examples_markdown
+from dpbayes.cli import check_label
+from dpbayes.figures import STORED_RUNS_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ("README.md", "rerun.md", "CONTRIBUTING.md")
+FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
+
+
+def shell_blocks(text: str) -> list[list[str]]:
+    """The lines of every fenced block marked bash/sh/shell/console (indented fences included)."""
+    blocks, current, indent = [], None, ""
+    for line in text.splitlines():
+        m = FENCE.match(line)
+        if current is None and m and m.group(2) in ("bash", "sh", "shell", "console"):
+            current, indent = [], m.group(1)
+        elif current is not None and m and not m.group(2):
+            blocks.append(current)
+            current = None
+        elif current is not None:
+            current.append(line[len(indent):] if line.startswith(indent) else line.strip())
+    return blocks
+
+
+def commands(block: list[str]) -> list[tuple[list[str], str | None]]:
+    """(argv, expected error or None) per command line; ``# or: CMD`` in a comment is a command too."""
+    out: list[tuple[list[str], str | None]] = []
+    for i, line in enumerate(block):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        expected = None
+        if i + 1 < len(block) and block[i + 1].strip().startswith("# error:"):
+            expected = block[i + 1].strip()[2:]
+        out.append((shlex.split(stripped, comments=True), expected))
+        alternative = re.search(r"#\s*or:\s*(.+)$", stripped)
+        if alternative:
+            out.append((shlex.split(alternative.group(1), comments=True), None))
+    return out
+
+
+def collect() -> list[tuple[str, list[tuple[list[str], str | None]]]]:
+    cases = []
+    for doc in DOCS:
+        for k, block in enumerate(shell_blocks((ROOT / doc).read_text(encoding="utf-8"))):
+            cases.append((f"{doc}#{k}", commands(block)))
+    for k, block in enumerate(shell_blocks(run_examples_markdown(ROOT))):
+        cases.append((f"dpbayes-run-examples#{k}", commands(block)))
+    return [(name, cmds) for name, cmds in cases if cmds]
+
+
+CASES = collect()
+
+
+def _dpbayes(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dpbayes", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def _top_level() -> list[str]:
+    return sorted(os.listdir(ROOT))
+
+
+@pytest.mark.parametrize("name,cmds", CASES, ids=[name for name, _ in CASES])
+def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str], str | None]]) -> None:
+    before = _top_level()
+    planned: list[str] = []
+    for argv, expected in cmds:
+        shown = " ".join(argv)
+        if argv[0] == "make":
+            result = subprocess.run(["make", "-n", *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=60)
+            assert result.returncode == 0, f"{name}: `{shown}`: {result.stderr.strip()}"
+            continue
+        assert argv[:3] == [".venv/bin/python", "-m", "dpbayes"], f"{name}: no rule for the command `{shown}`"
+        assert (ROOT / argv[0]).parent.name == "bin"
+        sub, args = argv[3], argv[4:]
+        if sub == "run":
+            result = _dpbayes(["run", *args, "--dry-run"])
+            if expected is not None:
+                assert result.returncode == 2, f"{name}: `{shown}` should fail: {result.stdout}{result.stderr}"
+                assert result.stderr.strip().splitlines()[-1] == expected, f"{name}: `{shown}`"
+                continue
+            assert result.returncode == 0, f"{name}: `{shown}`: {result.stderr.strip()}"
+            planned += [line.split(" -> ")[1] for line in result.stdout.splitlines() if " -> " in line]
+        elif sub == "store-run":
+            run_dir, label = args[0], args[args.index("--as") + 1]
+            assert run_dir in planned, f"{name}: `{shown}`: {run_dir} is not the run the command before it makes ({planned})"
+            check_label(label)
+            stored = list((ROOT / "figures").glob(f"*/{STORED_RUNS_DIR}/{label}"))
+            assert not stored or "--force" in args, f"{name}: `{shown}` would be refused: {stored[0]} exists"
+        elif sub in ("params", "verify-run"):
+            result = _dpbayes([sub, *args, *(["--dry-run"] if sub == "verify-run" else [])])
+            assert result.returncode == 0, f"{name}: `{shown}`: {result.stderr.strip()}"
+            assert result.stdout.strip()
+        else:
+            pytest.fail(f"{name}: no rule for `python -m dpbayes {sub}`")
+    assert _top_level() == before, "a documented command wrote into the repository"
+
+
+def test_contributing_parameters_example_parses() -> None:
+    """The parameters-cell example of CONTRIBUTING.md is valid grammar (it is Python, not shell)."""
+    from dpbayes.params import parse_parameters_source
+
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    lines = "\n".join(line.strip() for line in example.splitlines())
+    assert set(parse_parameters_source(lines)) >= {"eps", "K", "seed"}
+
+
+def test_extraction_sees_the_readme_examples() -> None:
+    """The extraction itself must not silently find nothing."""
+    readme = [c for name, cmds in CASES if name.startswith("README.md") for c, _ in cmds]
+    assert ["make", "test"] in readme
+    assert any(c[3:6] == ["run", "chapters/04-counting-queries", "-p"] for c in readme if len(c) > 5)
+    assert any(name.startswith("dpbayes-run-examples") for name, _ in CASES)
