@@ -1,0 +1,124 @@
+"""Ctrl-C or SIGTERM during `python -m dpbayes run` (issue 15, item 4).
+
+Required: every worker and kernel stops within 2 s, one line is printed, no kernel traceback reaches
+the user, and what is left is either nothing or a sweep folder marked ``-incomplete`` whose
+summary.csv says which runs finished. A notebook that sleeps in small steps stands in for a long
+computation; the signal goes out once the wanted number of kernels have started. The stop time is
+measured from the signal to the moment the command has exited and no process it started is left;
+the assertion allows slack for a loaded CI machine (STOP_LIMIT), the measured times are printed.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from tiny_book import write_tiny_book
+
+REQUIRED = 2.0  # seconds (the issue's requirement; typically measured 0.1-0.3 s)
+STOP_LIMIT = REQUIRED + 2.0  # slack for a loaded 2-core CI machine
+
+PARAMS = "x: int = 0  # seconds to sleep; range [0, 600]\n"
+BODY = """import os, time
+from pathlib import Path
+if x:
+    Path(os.environ["MARK_DIR"], f"started-{x}").touch()
+for _ in range(x * 10):
+    time.sleep(0.1)
+print(x)
+"""
+
+
+@pytest.fixture()
+def book(tmp_path: Path) -> Path:
+    root = tmp_path / "book"
+    root.mkdir()
+    return write_tiny_book(root, "00a-slow.ipynb", PARAMS, BODY)
+
+
+def _gone(procs: list[psutil.Process]) -> bool:
+    for p in procs:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                return False
+        except psutil.NoSuchProcess:
+            pass
+    return True
+
+
+def interrupt(book: Path, sig: int, started: int, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    """Start the run, wait until ``started`` slow kernels run, send ``sig`` as a terminal would."""
+    marks = book / "marks"
+    marks.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "dpbayes", "run", "chapters/00-demo", *args], cwd=book,
+                            env={**os.environ, "MARK_DIR": str(marks)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(marks.iterdir())) < started:
+            assert time.monotonic() < deadline and proc.poll() is None, "the slow notebooks never started"
+            time.sleep(0.05)
+        started_procs = psutil.Process(proc.pid).children(recursive=True)
+        assert len(started_procs) >= 2 * started  # a worker and its kernel per running notebook
+        t0 = time.monotonic()
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)  # Ctrl-C: the terminal signals the foreground process group
+        else:
+            proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+        while not _gone(started_procs) and time.monotonic() - t0 < 30:
+            time.sleep(0.01)
+        elapsed = time.monotonic() - t0
+        assert _gone(started_procs), "processes left behind"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    print(f"stopped {len(started_procs)} processes in {elapsed:.2f} s ({signal.Signals(sig).name})")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), elapsed
+
+
+def check_message(result: subprocess.CompletedProcess, elapsed: float) -> str:
+    assert result.returncode == 130, result.stderr
+    assert elapsed < STOP_LIMIT, f"took {elapsed:.2f} s to stop"
+    text = result.stderr
+    for noise in ("Traceback", "DeadKernelError", "AssertionError", "KeyboardInterrupt", "[IPKernelApp]", "papermill"):
+        assert noise not in text, text
+    lines = [ln for ln in text.replace("\r", "\n").splitlines() if ln.startswith("interrupted")]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+def test_parallel_sweep_ctrl_c_keeps_a_marked_incomplete_sweep(book: Path) -> None:
+    result, elapsed = interrupt(book, signal.SIGINT, 2, "-p", "x", "0,30,31,32,33", "--jobs", "2", "--quiet")
+    line = check_message(result, elapsed)
+    (sweep,) = (book / "runs").iterdir()
+    assert sweep.name.endswith("-incomplete") and str(sweep.relative_to(book)) in line
+    assert "1 of 5 runs done" in line
+    with (sweep / "summary.csv").open() as fh:
+        rows = {r["x"]: r["status"] for r in csv.DictReader(fh)}
+    assert rows["0"] == "ok"
+    assert sorted(rows[x] for x in ("30", "31")) == ["stopped (interrupted)"] * 2
+    assert rows["32"] == rows["33"] == "not started (interrupted)"
+    assert not [p for p in sweep.iterdir() if p.name.startswith(".tmp")]
+    assert len([p for p in sweep.iterdir() if p.is_dir()]) == 1
+
+
+def test_sequential_sweep_ctrl_c(book: Path) -> None:
+    result, elapsed = interrupt(book, signal.SIGINT, 1, "-p", "x", "0,30,31")
+    line = check_message(result, elapsed)
+    (sweep,) = (book / "runs").iterdir()
+    assert sweep.name.endswith("-incomplete") and "1 of 3 runs done" in line
+
+
+def test_sigterm_on_a_single_run_leaves_nothing(book: Path) -> None:
+    result, elapsed = interrupt(book, signal.SIGTERM, 1, "-p", "x", "30", "--quiet")
+    line = check_message(result, elapsed)
+    assert line == "interrupted: nothing was written and nothing was stored"
+    assert not (book / "runs").exists()  # no hidden .tmp-* folders either
