@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 
 from dpbayes.book import run_examples_markdown
-from dpbayes.cli import check_label
 from dpbayes.figures import STORED_RUNS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,6 +110,8 @@ def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str
         elif sub == "store-run":
             run_dir, label = args[0], args[args.index("--as") + 1]
             assert run_dir in planned, f"{name}: `{shown}`: {run_dir} is not the run the command before it makes ({planned})"
+            from dpbayes.cli import check_label
+
             check_label(label)
             stored = list((ROOT / "figures").glob(f"*/{STORED_RUNS_DIR}/{label}"))
             assert not stored or "--force" in args, f"{name}: `{shown}` would be refused: {stored[0]} exists"

@@ -17,7 +17,6 @@ import nbformat
 import pytest
 from tiny_book import write_tiny_book
 
-from dpbayes import constraints
 from dpbayes.figures import compare_figure_json
 from dpbayes.params import ParameterError, notebook_parameters, parse_parameters_source
 
@@ -65,6 +64,8 @@ def test_b_grid_is_derived_from_eps_grid():
 
 def test_constraints_name_declared_parameters_and_notebooks_check_them():
     """Every rule names parameters its notebook declares, and the notebook checks it too."""
+    from dpbayes import constraints
+
     notebooks = {nb.stem: nb for nb in (ROOT / "chapters").rglob("*.ipynb")}
     cli_only = {"04c-beyond-the-paper"}  # its code cells are another issue's; the run command checks it
     for stem, rules in constraints.RULES.items():
@@ -78,6 +79,8 @@ def test_constraints_name_declared_parameters_and_notebooks_check_them():
 
 
 def test_constraint_messages_and_derivation():
+    from dpbayes import constraints
+
     with pytest.raises(ParameterError, match=r"^parameter eps_min must be smaller than eps_max, got eps_min = 5.0 and eps_max = 1.0$"):
         constraints.check("04b-bayes-vs-naive", {"eps_min": 5.0, "eps_max": 1.0})
     with pytest.raises(ParameterError, match="b_grid needs one entry per entry of eps_grid"):
