@@ -198,10 +198,11 @@ def _source(cell: dict[str, Any]) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
-def _clean_for_storage(nb_path: Path, stored: Path | None = None) -> int:
+def _clean_for_storage(nb_path: Path, stored: Path | None = None, keep_volatile: bool = True) -> int:
     """Make an executed notebook byte-stable for storage; return how many volatile outputs were kept.
 
-    Drops papermill's volatile metadata (timestamps, durations) and the empty ``tags`` lists it adds.
+    Drops papermill's volatile metadata (timestamps, durations) and the empty ``tags`` lists it adds
+    (unless the stored cell has one).
     With ``stored`` (the notebook as committed), a cell marked ``# NBVAL_IGNORE_OUTPUT`` (timings:
     different on every run, and not compared by nbval) whose source is unchanged keeps its stored
     outputs, so re-storing unchanged code rewrites the same bytes.
@@ -209,17 +210,21 @@ def _clean_for_storage(nb_path: Path, stored: Path | None = None) -> int:
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
     nb.get("metadata", {}).pop("papermill", None)
     previous: dict[str, dict[str, Any]] = {}
+    stored_tags: dict[str, Any] = {}  # cell id -> the stored cell's tags (absent: no key)
     if stored is not None and stored.exists():
         for cell in json.loads(stored.read_text(encoding="utf-8")).get("cells", []):
-            if cell.get("cell_type") == "code" and _source(cell).lstrip().startswith(VOLATILE_MARK) and cell.get("outputs"):
+            if "tags" in cell.get("metadata", {}):
+                stored_tags[cell.get("id", "")] = cell["metadata"]["tags"]
+            if (keep_volatile and cell.get("cell_type") == "code" and _source(cell).lstrip().startswith(VOLATILE_MARK)
+                    and cell.get("outputs")):
                 previous[_source(cell)] = cell
     kept = 0
     for cell in nb["cells"]:
         meta = cell.get("metadata", {})
         meta.pop("papermill", None)
         meta.pop("execution", None)
-        if meta.get("tags") == []:
-            del meta["tags"]
+        if meta.get("tags") == [] and stored_tags.get(cell.get("id", "")) != []:
+            del meta["tags"]  # papermill adds an empty list; keep it only where the stored notebook has one
         old = previous.get(_source(cell)) if cell.get("cell_type") == "code" else None
         if old is not None:
             cell["outputs"] = old["outputs"]
@@ -504,7 +509,7 @@ def store(job: Job, run_dir: Path, root: Path, refresh_volatile: bool = False) -
     """
     changed: list[str] = []
     executed = run_dir / job.notebook.name
-    kept = _clean_for_storage(executed, None if refresh_volatile else job.notebook)
+    kept = _clean_for_storage(executed, job.notebook, keep_volatile=not refresh_volatile)
     if job.notebook.read_bytes() != executed.read_bytes():
         with atomic_path(job.notebook) as tmp:
             shutil.copyfile(executed, tmp)
