@@ -88,8 +88,8 @@ def _close(a, b) -> bool:
     return a == b
 
 
-def _markdown_tables(nb: nbformat.NotebookNode) -> list[list[dict[str, str]]]:
-    """Every Markdown table in the notebook's outputs, as rows of column -> cell text."""
+def _markdown_tables(nb: nbformat.NotebookNode, raw: bool = False) -> list:
+    """Every Markdown table in the notebook's outputs, as rows of column -> cell text (``raw``: lists of cells)."""
     tables = []
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -98,11 +98,35 @@ def _markdown_tables(nb: nbformat.NotebookNode) -> list[list[dict[str, str]]]:
             if len(lines) < 3:
                 continue
             header = [c.strip() for c in lines[0].strip("|").split("|")]
+            if raw:
+                tables.append([[c.strip() for c in ln.strip("|").split("|")] for ln in lines])
+                continue
             tables.append([dict(zip(header, (c.strip() for c in ln.strip("|").split("|")))) for ln in lines[2:]])
     return tables
 
 
-def _check_04b(values: dict, nb: nbformat.NotebookNode) -> None:
+def _figure(run_dir: Path, figure_id: str) -> dict:
+    (path,) = (run_dir / "figures").rglob(f"{figure_id}.json")
+    return json.loads(path.read_text())
+
+
+def _check_01b(values: dict, nb: nbformat.NotebookNode, run_dir: Path) -> None:
+    # eps_high is given unsorted: "at smallest eps" must still be the row of the smallest eps
+    table = next(t for t in _markdown_tables(nb, raw=True) if t and t[0][:2] == ["quantity", "value"])
+    shown = {"|".join(cells[:-1]): float(cells[-1]) for cells in table[2:]}  # a quantity may hold a raw "|"
+    data = _figure(run_dir, "fig3-mse-high-privacy")["data"]
+    i = data["eps"].index(min(data["eps"]))
+    assert shown["UBaPP MSE at smallest eps"] == pytest.approx(data["UBaPP (grid, exact solver)"][i], rel=1e-3)
+    assert shown["LBaPP MSE at smallest eps"] == pytest.approx(data["LBaPP exact"][i], rel=1e-3)
+
+
+def _check_02a(values: dict, nb: nbformat.NotebookNode, run_dir: Path) -> None:
+    # the figure compares the first prior with another one, whatever the number of priors
+    priors = _figure(run_dir, "privacy-loss-vs-n")["params"]["priors"]
+    assert len(priors) == 2 and priors[0] != priors[1], priors
+
+
+def _check_04b(values: dict, nb: nbformat.NotebookNode, run_dir: Path) -> None:
     rows = next(t for t in _markdown_tables(nb) if t and "Bayes error at eps_min" in t[0])
     for row in rows:
         n = int(row["n"])
@@ -111,7 +135,7 @@ def _check_04b(values: dict, nb: nbformat.NotebookNode) -> None:
         assert float(row["Bayes error at eps_min"]) == pytest.approx(expected, rel=1e-3), row
 
 
-CHECKS = {"04b-bayes-vs-naive": _check_04b}
+CHECKS = {"01b-mse-vs-eps": _check_01b, "02a-sensitivity-privacy": _check_02a, "04b-bayes-vs-naive": _check_04b}
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
@@ -135,7 +159,7 @@ def test_notebook_with_nondefault_parameters_is_consistent(notebook: Path, tmp_p
                 assert _close(value, values[name]), f"{fig.name}: records {name} = {value!r}, the run used {values[name]!r}"
     executed = nbformat.read(run_dir / notebook.name, as_version=4)
     if notebook.stem in CHECKS:
-        CHECKS[notebook.stem](values, executed)
+        CHECKS[notebook.stem](values, executed, run_dir)
     # no label in an output still names a default that was overridden, e.g. "n = 100" after -p n 20
     text = "\n".join(out.get("text", "") + out.get("data", {}).get("text/plain", "")
                      for cell in executed.cells for out in cell.get("outputs", []))
