@@ -154,9 +154,9 @@ def plan_jobs(target: Path, raw: dict[str, str], out_base: Path, update_stored: 
     notebooks = find_notebooks(target, root)
     try:
         declared_by_nb = {nb: notebook_parameters(nb) for nb in notebooks}
-    except ParameterError:
+    except ParameterError:  # already one line (and a ValueError, which the next clause would reword)
         raise
-    except (OSError, ValueError, SyntaxError) as exc:
+    except (OSError, ValueError, SyntaxError) as exc:  # not a notebook, or a parameters cell that is not Python
         raise ParameterError(f"cannot read the parameters of the notebooks under {target}: {type(exc).__name__}") from None
     for name in raw:
         if not any(name in d for d in declared_by_nb.values()):
