@@ -327,6 +327,9 @@ def sample_release(
     the exponential mechanisms draw from their candidate weights. For ``k = 2`` column 0 of the result
     is the index ``j`` of the released candidate in :func:`exact_output_distribution`.
 
+    For simulation only (seeded floating-point noise); to protect real data draw the noise with a
+    vetted sampler such as OpenDP's (as :mod:`dpbayes.release` does for counts).
+
     Returns
     -------
     ndarray of int, shape (size, k)

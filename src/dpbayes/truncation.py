@@ -114,6 +114,9 @@ def sample_privatised(x: ArrayLike, l: ArrayLike, r: ArrayLike, eps: ArrayLike, 
     author's MATLAB sampler treats its argument as a standard deviation and so adds noise of
     scale ``(r - l)/(eps sqrt 2)``, which is only ``eps sqrt 2``-DP; this function does not.
 
+    For simulation only (seeded floating-point noise); to protect real data draw the noise with a
+    vetted sampler such as OpenDP's (as :mod:`dpbayes.release` does for counts).
+
     Parameters
     ----------
     x : array_like
