@@ -219,7 +219,7 @@ def loglik_privatised_normal(
     paper treats as intractable (Section 3.2) and handles with latent ``x`` (eq. (5)) or Monte
     Carlo (Algorithm 5). With ``beta = (r - l)/eps``, ``L(v) = exp(-|v|/beta)/(2 beta)``,
     ``alpha = (l - mu)/sigma``, ``rho = (r - mu)/sigma``, ``d = (y - mu)/sigma`` and
-    ``z = sigma/beta``, the clamped value is a mixture of two atoms and a truncated normal, so
+    ``z = sigma/beta``, the clamped value is a mixture of two atoms and a truncated normal, so::
 
         p(y) = Phi(alpha) L(y - l) + Phi(-rho) L(y - r)
                + 1/(2 beta) int_alpha^rho phi(t) exp(-z |d - t|) dt,
