@@ -57,7 +57,7 @@ __all__ = [
 
 #: The OpenDP release pinned in ``requirements.txt``; a different installed version is refused.
 OPENDP_VERSION = "0.16.0"
-#: Largest number of records: the exact output law is a dense ``(n + 1) x (n + 1)`` matrix.
+#: Largest number of records, because the exact output law is a dense ``(n + 1) x (n + 1)`` matrix.
 MAX_N = 5000
 LAPLACE_ESTIMATORS = ("mean", "median")
 

@@ -49,7 +49,7 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 
-#: The symmetric grid of the author's interval search: 51 values of ``a`` in ``[-3, 0]``, ``b = -a``.
+#: The symmetric grid of the author's interval search, 51 values of ``a`` in ``[-3, 0]``, ``b = -a``.
 #: The last value ``a = 0`` is a zero-width interval (no valid mechanism; the author's code gets
 #: NaN there and never selects it), so the default search grid drops it.
 PAPER_A_GRID: FloatArray = np.linspace(-3.0, 0.0, 51)
