@@ -8,8 +8,11 @@ server):
 - no JavaScript console error and no uncaught exception;
 - every ``<img>`` loaded (``naturalWidth > 0``);
 - math typeset: no MathJax error node, and no raw ``$...$``, ``$$``, ``\\(``, ``\\[`` or
-  ``\\begin{`` left in the visible text outside code (nor an unrendered ``|---|`` Markdown table,
-  nor a stray backtick from broken inline code);
+  ``\\begin{`` left in the visible text outside code (nor a stray backtick from broken inline
+  code);
+- no visible paragraph that is a Markdown table MyST could not parse (a line of ``|---|`` or
+  ``|:--`` -- also with the en/em dashes smart quotes make of ``---`` -- or a line of three or
+  more ``|``-separated cells): reported as ``raw Markdown table: <its first line>``;
 - every internal link resolves (HTTP 200, and the ``#fragment`` exists in the target page).
 
 Chromium is Debian's (``/usr/bin/chromium``, or ``$CHROMIUM``), driven by Playwright with
@@ -47,11 +50,34 @@ RAW_MATH = [
     (re.compile(r"\$\$"), "raw $$ left in text"),
     (re.compile(r"(?<![\\\w$])\$(?=[^\s$])[^$\n]{1,200}?(?<=[^\s\\])\$(?![\w$])"), "raw $...$ left in text"),
     (re.compile(r"\\begin\{"), "raw \\begin{ left in text"),
-    (re.compile(r"\|\s*:?-{3,}:?\s*\|"), "unrendered Markdown table (|---|) left in text"),
     # a backtick outside code: broken inline code, typically a `|` inside a table cell that split it
     # (write \| there, also inside backticks)
     (re.compile(r"`"), "stray backtick (broken inline code: an unescaped | in a table cell?)"),
 ]
+
+# A line of a Markdown table left as text. Smart quotes turn "---" into em/en dashes ("|——-|").
+_DASH = "-\u2013\u2014"
+_TABLE_RULE = re.compile(rf"\|\s*:?[{_DASH}]+:?\s*\||^\s*\|?\s*:[{_DASH}]{{2,}}")
+_TABLE_ROW = re.compile(r"^\s*\|([^|\n]*\|){3,}\s*$")  # | a | b | c |: three or more cells
+
+
+RAW_TABLE = "raw Markdown table"
+
+
+def raw_table_paragraphs(paragraphs: list[str]) -> list[str]:
+    """The first line of every paragraph that looks like an unrendered Markdown table.
+
+    ``paragraphs`` are the visible texts of a page's ``<p>`` elements without their code and
+    typeset math (``_PAGE_STATE_JS``). A paragraph counts when one of its lines is a delimiter
+    row (``|---|``, ``|:--``) or a row of three or more ``|``-separated cells.
+    """
+    found = []
+    for text in paragraphs:
+        lines = [line for line in text.splitlines() if line.strip()]
+        if any(_TABLE_RULE.search(line) or _TABLE_ROW.match(line) for line in lines):
+            found.append(" ".join(lines[0].split())[:200])
+    return found
+
 
 # Visible text outside code and outside typeset math; waits for MathJax to finish first.
 _PAGE_STATE_JS = """
@@ -65,8 +91,15 @@ async () => {
   const clone = document.body.cloneNode(true);
   clone.querySelectorAll('pre, code, kbd, samp, script, style, noscript, textarea, template, '
       + 'mjx-container, mjx-assistive-mml, .MathJax, svg, .headerlink').forEach(e => e.remove());
+  const strip = 'pre, code, kbd, samp, script, style, mjx-container, mjx-assistive-mml, .MathJax, svg, .headerlink';
+  const paragraphs = Array.from(document.querySelectorAll('p'))
+    .filter(p => !p.closest('pre, code') && p.getClientRects().length > 0
+                 && getComputedStyle(p).visibility !== 'hidden')
+    .map(p => { const c = p.cloneNode(true); c.querySelectorAll(strip).forEach(e => e.remove());
+                return c.textContent; });
   return {
     text: clone.textContent,
+    paragraphs: paragraphs,
     images: Array.from(document.images).map(i => ({src: i.currentSrc || i.src, w: i.naturalWidth})),
     mathErrors: document.querySelectorAll('mjx-merror, [data-mjx-error], .MathJax_Error').length,
     mathNodes: document.querySelectorAll('mjx-container').length,
@@ -217,6 +250,7 @@ def check_book(
                 if state["mathErrors"]:
                     current.append(f"{state['mathErrors']} MathJax error node(s): math not typeset")
                 current.extend(raw_math_problems(state["text"]))
+                current.extend(f"{RAW_TABLE}: {line}" for line in raw_table_paragraphs(state["paragraphs"]))
                 for href in dict.fromkeys(state["links"]):
                     if href.startswith(base):
                         bad = links.problem(href)

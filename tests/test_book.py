@@ -9,7 +9,7 @@ import pytest
 
 from dpbayes import book
 
-INDEX = """# Chapter 9 — Toy
+INDEX = """# Toy
 
 Some text with a table that is not a claims table:
 
@@ -54,7 +54,7 @@ def notebook(path: Path, params: str, extra_cells: list[dict] | None = None) -> 
 
 def test_parse_claims_table_finds_rows_title_and_anchor() -> None:
     ch = book.parse_claims_tables(INDEX, "chapters/09-toy")
-    assert ch.title == "Chapter 9 — Toy"
+    assert ch.title == "Toy"
     assert ch.anchor == "claims-and-verdicts"
     assert [c.kind for c in ch.claims] == ["reproduced", "partly", "not reproduced", "corrected"]
     assert ch.claims[0].measured == "error 0.12 vs 0.30, $\\|x\\|$"  # escaped pipe stays in its cell
@@ -109,15 +109,74 @@ def test_verdict_normalisation() -> None:
 
 def test_dashboard_counts_and_links(tmp_path: Path) -> None:
     write_chapter(tmp_path, "09-toy", INDEX)
-    write_chapter(tmp_path, "10-empty", "# Chapter 10\n\nBeing written.\n")
+    write_chapter(tmp_path, "10-empty", "# Empty\n\nBeing written.\n")
     chapters = book.collect_claims(tmp_path)
     md = book.verdicts_markdown(chapters)
-    assert "| [Chapter 9 — Toy](chapters/09-toy/index.md) | 4 | 1 | 1 | 1 | 1 |" in md
-    assert "[Chapter 10](chapters/10-empty/index.md) | no claims table yet" in md
+    assert "| [Ch. 9: Toy](chapters/09-toy/index.md) | 4 | 1 | 1 | 1 | 1 |" in md
+    assert "[Ch. 10: Empty](chapters/10-empty/index.md) | no claims table yet" in md
     assert md.count("| [Ch. 9](chapters/09-toy/index.md#claims-and-verdicts) |") == 4
     assert "(chapters/09-toy/09a-toy.ipynb)" not in md or "09a" in md  # rebased when present
     assert "Privacy audit" not in md
     assert book.verdicts_markdown([]).startswith("No chapter")
+
+
+def test_table_cells_with_pipes_never_split_a_row() -> None:
+    cells = ["max |P_LP - P_exact|", "`a | b`", "$\\|x\\|$", "P(mu outside | y)"]
+    lines = book.table_markdown(["name", "value", "norm", "tail | mass"], [cells])
+    (_, header, rows), = book.markdown_tables("\n".join(lines))
+    assert len(header) == 4 and rows == [[book.escape_cell(c) for c in cells]]
+    assert book.escape_cell("$\\|x\\|$") == "$\\|x\\|$"  # already escaped: unchanged
+    assert book.table_row_problems("\n".join(lines)) == []
+    # the dashboard escapes what a claims cell or a chapter title brings along
+    claim = book.Claim("E|C - np| is small", "max |z| = 2", "reproduced", "")
+    md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "A | B", "claims", [claim])])
+    assert book.table_row_problems(md) == []
+    assert "E\\|C - np\\|" in md and "[Ch. 1: A \\| B]" in md
+
+
+def test_table_row_problems_finds_an_unescaped_pipe() -> None:
+    broken = "| Claim | Measured |\n|---|---|\n| max $|z|$ | 2 |\n| ok | 1 |\n"
+    problems = book.table_row_problems(broken)
+    assert len(problems) == 1 and problems[0].startswith("line 3: 4 cells under a 2-column header")
+    assert book.table_row_problems(broken.replace("$|z|$", "$\\|z\\|$")) == []
+
+
+BOOK_ROOT = Path(__file__).resolve().parents[1]
+
+
+def book_markdown_pages() -> list[Path]:
+    skip = {"README.md", "CONTRIBUTING.md"}
+    found = [p for p in BOOK_ROOT.glob("*.md") if p.name not in skip]
+    found += [p for p in (BOOK_ROOT / "chapters").rglob("*.md") if ".ipynb_checkpoints" not in p.parts]
+    return sorted(found)
+
+
+def test_every_markdown_page_table_has_whole_rows() -> None:
+    """A | in a cell of any Markdown page of the book (code and math included) is written \\|."""
+    pages = book_markdown_pages()
+    assert any(p.name == "index.md" for p in pages), pages
+    problems = [f"{p.relative_to(BOOK_ROOT)} {msg}" for p in pages for msg in book.table_row_problems(p.read_text("utf-8"))]
+    assert not problems, "\n".join(problems)
+
+
+def test_chapter_page_headings_are_left_unnumbered() -> None:
+    """The chapter page's headings get no section number, so its notebooks are N.1, N.2, ..."""
+    from docutils import nodes
+    from sphinx import addnodes
+
+    def entry(name: str, *children: nodes.Node) -> nodes.list_item:
+        ref = nodes.reference("", name, internal=True, refuri="x", anchorname="#" + name)
+        return nodes.list_item("", addnodes.compact_paragraph("", "", ref), *children)
+
+    toctree = addnodes.toctree(entries=[(None, "chapters/01-x/01a"), (None, "chapters/01-x/01b")])
+    sub = nodes.bullet_list("", entry("claims", nodes.bullet_list("", entry("detail"))), entry("deviations"), toctree)
+    toc = nodes.bullet_list("", entry("title", sub))
+    assert book.skip_heading_numbers(toc) == 3
+    paras = list(toc.findall(addnodes.compact_paragraph))
+    assert "skip_section_number" not in paras[0]  # the page title keeps the chapter's number
+    assert all(p.get("skip_section_number") for p in paras[1:])
+    assert book.CHAPTER_PAGE_RE.match("chapters/01-ubapp/index")
+    assert not book.CHAPTER_PAGE_RE.match("chapters/01-ubapp/01a-lp")
 
 
 def test_dashboard_includes_the_audit_summary(tmp_path: Path) -> None:
@@ -181,3 +240,25 @@ def test_copy_mathjax_ships_the_bundle_and_its_components(tmp_path: Path) -> Non
     assert not (target / "tex-chtml-full.js").exists()  # unused bundles are not copied
     with pytest.raises(RuntimeError, match="does not ship"):
         book.copy_mathjax(tmp_path / "other", "no-such-bundle.js")
+
+
+def test_bibliography_labels_are_author_year() -> None:
+    from pybtex.database import parse_string
+
+    bib = parse_string(
+        "@misc{a, author={Naldi, Maurizio and D'Acquisto, Giuseppe}, title={T}, year={2014}}\n"
+        "@misc{b, author={Dwork, Cynthia and McSherry, Frank and Nissim, Kobbi}, title={T}, year={2006}}\n"
+        "@misc{c, author={Y{\\i}ld{\\i}r{\\i}m, Sinan}, title={T}, year={2024}}\n"
+        "@misc{d, author={Van Trees, Harry L.}, title={T}, year={2004}}\n"
+        "@misc{e, author={Van Trees, Harry L.}, title={U}, year={2004}}\n",
+        "bibtex",
+    )
+    labels = book.author_year_labels(list(bib.entries.values()))
+    assert labels == ["Naldi and D'Acquisto, 2014", "Dwork et al., 2006", "Yıldırım, 2024",
+                      "Van Trees, 2004a", "Van Trees, 2004b"]
+    book.register_author_year_style()
+    from pybtex.plugin import find_plugin
+
+    style = find_plugin("pybtex.style.formatting", "dpbayes-author-year")()
+    formatted = list(style.format_entries(bib.entries.values()))
+    assert formatted[0].label == "Dwork et al., 2006"  # sorted by author, labelled author-year

@@ -10,16 +10,58 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("playwright")
 
-from browser_helpers import check_book, html_pages, open_offline, raw_math_problems, report  # noqa: E402
+from browser_helpers import (  # noqa: E402
+    RAW_TABLE,
+    check_book,
+    chromium_path,
+    html_pages,
+    open_offline,
+    raw_math_problems,
+    raw_table_paragraphs,
+    report,
+)
 
 HTML = os.environ.get("DPBAYES_BOOK_HTML")
-pytestmark = pytest.mark.skipif(not HTML, reason="DPBAYES_BOOK_HTML not set: run `make browser`")
+needs_book = pytest.mark.skipif(not HTML, reason="DPBAYES_BOOK_HTML not set: run `make browser`")
+needs_chromium = pytest.mark.skipif(not Path(chromium_path()).exists(), reason="no Chromium (`make chromium`)")
+
+# Tables left as raw "| ... |" text that are known and owned elsewhere: (page, a piece of the
+# table's first line) -> why. They are notebook outputs whose header holds a "|" (issue 16,
+# item 1); their notebooks are being rewritten in another branch, which must remove the entry.
+# Any raw table not listed here fails the test.
+KNOWN_RAW_TABLES = {
+    ("chapters/01-ubapp/01a-lp-and-exact-solver.html", "max |P_LP - P_exact|"):
+        "01a 'Spot checks' output: a | in a column header",
+    ("chapters/03-adaptive-truncation/03c-real-income.html", "P(mu outside fixed interval | y_1:t)"):
+        "03c tail-mass output: a | in a column header",
+    ("chapters/04-counting-queries/04b-bayes-vs-naive.html", "E|C - np|"):
+        "04b output: a | in a column header",
+}
+
+
+def split_known_raw_tables(problems: dict[str, list[str]]) -> tuple[dict[str, list[str]], list[str], list[str]]:
+    """``(problems without the allow-listed raw tables, the allowed ones found, allow-list entries not found)``."""
+    kept: dict[str, list[str]] = {}
+    allowed: list[str] = []
+    used: set[tuple[str, str]] = set()
+    for page, items in problems.items():
+        kept[page] = []
+        for item in items:
+            key = next((k for k in KNOWN_RAW_TABLES if item.startswith(RAW_TABLE) and k[0] == page and k[1] in item), None)
+            if key is None:
+                kept[page].append(item)
+            else:
+                used.add(key)
+                allowed.append(f"{page}: {item} ({KNOWN_RAW_TABLES[key]})")
+    stale = [f"{page}: {header}" for page, header in KNOWN_RAW_TABLES if (page, header) not in used and page in problems]
+    return kept, allowed, stale
 
 EXTERNAL_ASSET = re.compile(
     r"""<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)=["'](?:https?:)?//[^"']+""", re.I
@@ -38,19 +80,29 @@ def chapter_first_pages(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.glob("chapters/*/index.html"))
 
 
+@needs_book
 def test_every_page_in_chromium(root: Path, tmp_path: Path) -> None:
     pages = html_pages(root)
     assert "index.html" in pages and "rerun.html" in pages and "bibliography.html" in pages, pages
+    # the practitioner's page and the API reference (one page per science module, tests/test_api_pages.py)
+    api = [p for p in pages if p.startswith("api/")]
+    assert "using-dpbayes.html" in pages and "api/index.html" in api and "api/release.html" in api, pages
+    assert len(api) == len(list(Path(__file__).resolve().parents[1].glob("api/*.md"))), api
     firsts = chapter_first_pages(root)
     assert firsts, "no chapter pages were rendered"
     shots = tmp_path / "screenshots"
-    problems = check_book(root, pages, screenshot_dir=shots, screenshot_pages=firsts)
+    problems, allowed, stale = split_known_raw_tables(check_book(root, pages, screenshot_dir=shots, screenshot_pages=firsts))
     assert not any(problems.values()), "problems in the rendered book:\n" + report(problems)
+    if allowed:
+        print("\nknown raw tables (allow-list KNOWN_RAW_TABLES in tests/test_browser.py):\n  " + "\n  ".join(allowed))
+    for entry in stale:
+        warnings.warn(f"KNOWN_RAW_TABLES entry no longer needed (the table renders now): remove it: {entry}")
     saved = sorted(p.name for p in shots.glob("*.png"))
     assert len(saved) == len(firsts), saved
     print(f"\n{len(pages)} pages checked; chapter screenshots in {shots}: {', '.join(saved)}")
 
 
+@needs_book
 def test_no_asset_from_the_network(root: Path) -> None:
     """Static check of the HTML and CSS: every script, style, image and font comes from the build."""
     offending = []
@@ -80,6 +132,7 @@ def _page_with_math(root: Path) -> str:
     return _pages_with_math(root)[0]
 
 
+@needs_book
 def test_offline_file_url_typesets_math_and_shows_images(root: Path) -> None:
     """The acceptance check: index.html (and a page with math) opened from disk, network refused."""
     for rel in dict.fromkeys(["index.html", _page_with_math(root)]):
@@ -109,6 +162,7 @@ def _figure_image(root: Path) -> tuple[str, Path]:
     raise AssertionError("no page shows an image")
 
 
+@needs_book
 def test_checks_fail_on_a_broken_copy(root: Path, tmp_path: Path) -> None:
     """Mutate a copy of the build: a deleted figure, broken TeX, and a page without MathJax must fail."""
     copy = tmp_path / "html"
@@ -142,10 +196,67 @@ def test_checks_fail_on_a_broken_copy(root: Path, tmp_path: Path) -> None:
     assert problems[control] == [], problems[control]
 
 
+@needs_book
 def test_raw_math_detector() -> None:
     assert raw_math_problems("the estimator $\\hat\\theta$ is biased")
     assert raw_math_problems("see \\(x\\)") and raw_math_problems("\\[ x \\]")
     assert raw_math_problems("$$x$$")
     assert not raw_math_problems("it costs 5 $ and nothing else; a plain text page")
-    assert raw_math_problems("| a | b | |:---|---:| | 1 | 2 |")
+    assert raw_table_paragraphs(["| a | b |\n|:---|---:|\n| 1 | 2 |"])  # tables: raw_table_paragraphs
     assert raw_math_problems("quantile / `max_{ k <=ln(1/gamma)/eps} H")
+
+
+def test_raw_table_detector() -> None:
+    assert raw_table_paragraphs(["| eps | risk | max |P_LP - P_exact| |\n|\u2014\u2014-:|\u2014-|\u2013\u2013|"]) == [
+        "| eps | risk | max |P_LP - P_exact| |"
+    ]  # smart dashes, as Sphinx renders "---"
+    assert raw_table_paragraphs(["| a | b |\n|:--|--:|"]) and raw_table_paragraphs(["|---|---|"])
+    assert raw_table_paragraphs(["text\n| 1 | 2 | 3 |"]) == ["text"]
+    assert not raw_table_paragraphs(["the norm of x and y is small", "P(A | B) = 1", "a - b -- c"])
+
+
+TINY_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title></head><body>
+<p>Fine prose, a rendered table and code with pipes follow.</p>
+<table><tr><th>a | b</th><th>c</th></tr><tr><td>1</td><td>2</td></tr></table>
+<pre>| in | code |\n|---|---|</pre>
+<p>|   t |   P(mu outside fixed interval | y_1:t) |   mean |
+|---:|---:|---:|
+|  25 |   0.872 |  -70.1 |</p>
+<p style="display:none">| hidden | table | here |</p>
+</body></html>
+"""
+
+
+@needs_chromium
+def test_raw_table_check_fails_on_a_broken_page(tmp_path: Path) -> None:
+    """A tiny page with one raw table (and a rendered one, code and a hidden paragraph): exactly it is reported."""
+    (tmp_path / "page.html").write_text(TINY_PAGE, encoding="utf-8")
+    (tmp_path / "fine.html").write_text(TINY_PAGE.split("<p>|")[0] + "</body></html>", encoding="utf-8")
+    problems = check_book(tmp_path, ["page.html", "fine.html"])
+    assert problems["fine.html"] == [], problems
+    assert problems["page.html"] == [f"{RAW_TABLE}: | t | P(mu outside fixed interval | y_1:t) | mean |"], problems
+    # the allow-list hides only its own (page, header): the same table on another page still fails
+    moved = {"chapters/03-adaptive-truncation/03c-real-income.html" if k == "page.html" else k: v for k, v in problems.items()}
+    kept, allowed, _ = split_known_raw_tables(moved)
+    assert not any(kept.values()) and len(allowed) == 1
+    kept, allowed, _ = split_known_raw_tables(problems)
+    assert kept["page.html"] == problems["page.html"] and not allowed
+
+
+@needs_book
+def test_chapter_notebooks_are_numbered_n_1_n_2(root: Path) -> None:
+    """Sidebar: chapter N ("N. Title", no second "Chapter N"), then its notebooks N.1, N.2, ..."""
+    html = (root / "intro.html").read_text(encoding="utf-8")
+    nav = html[: html.index("</nav>")] if "</nav>" in html else html
+    entries = re.findall(r'class="reference internal" href="(chapters/[^"#]+)">([^<]*)<', nav)
+    assert entries, "no chapter entries in the sidebar"
+    chapter, child = 0, 0
+    for href, text in entries:
+        if href.endswith("/index.html"):
+            chapter, child = chapter + 1, 0
+            assert text.startswith(f"{chapter}. ") and "Chapter" not in text, text
+        elif re.match(r"chapters/\d\d-", href):
+            child += 1
+            assert text.startswith(f"{chapter}.{child}. "), (href, text)
+            assert not re.match(r"^[\d.]+ \d\d[a-z] ", text), text  # no "03a —" title prefix
+    assert chapter >= 4, entries

@@ -14,6 +14,20 @@ Loaded by Jupyter Book through ``sphinx.extra_extensions`` in ``_config.yml``. I
 ``{dpbayes-params}``
     A directive that renders every notebook's declared parameters (read from the cell tagged
     ``parameters`` with :func:`dpbayes.params.notebook_parameters`), so the table never goes stale.
+Section numbers of chapter pages
+    A chapter page (``chapters/<nn>-<slug>/index``) is numbered by the book's table of contents
+    ("1"), and its notebooks are its sections ("1.1", "1.2", ...). Sphinx would number the page's
+    own headings first and let the notebooks continue after them ("1.7"); the page's headings are
+    therefore left unnumbered (``skip_section_number`` on their table-of-contents entries, which
+    Sphinx's section numbering honours). ``use_multitoc_numbering`` is off in ``_config.yml``, but
+    Jupyter Book 1.x loads sphinx-multitoc-numbering anyway (it tests the option before reading
+    the ``html`` section), whose numbering ignores that mark: with the option off, Sphinx's own
+    numbering is put back.
+Author-year bibliography
+    The text cites author-year (``bibtex_reference_style: author_year``); the pybtex style
+    ``dpbayes-author-year`` (``bibtex_default_style``), registered here, is pybtex's "plain" with
+    labels of the same form ("Naldi and D'Acquisto, 2014", "Dwork et al., 2006"), so the
+    bibliography page shows what the text cites.
 MathJax
     ``mathjax_path`` must be a local path (relative to ``_static``). After the HTML build, the
     MathJax 3 distribution shipped by the PyPI package ``django-static-mathjax`` (Apache-2.0) is
@@ -93,6 +107,23 @@ def markdown_tables(text: str) -> list[tuple[int, list[str], list[list[str]]]]:
             continue
         i += 1
     return tables
+
+
+def table_row_problems(text: str) -> list[str]:
+    """Rows of the Markdown tables in ``text`` whose cell count differs from their header's.
+
+    A row with more cells than its header holds an unescaped ``|`` (inside code or math too, where
+    it must be written ``\\|``): MyST would cut the cell there and silently drop the rest.
+    """
+    problems = []
+    for start, header, rows in markdown_tables(text):
+        for k, row in enumerate(rows):
+            if len(row) != len(header):
+                problems.append(
+                    f"line {start + 3 + k}: {len(row)} cells under a {len(header)}-column header "
+                    f"(an unescaped | ?): {' | '.join(row)[:120]}"
+                )
+    return problems
 
 
 def claims_columns(header: list[str]) -> dict[str, int] | None:
@@ -219,7 +250,58 @@ def rebase_links(cell: str, folder: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("\n", " ").strip() or "—"
+    return escape_cell(text.replace("\n", " ").strip()) or "—"
+
+
+def escape_cell(text: str) -> str:
+    """Cell text safe inside a Markdown table row: every ``|`` not yet escaped becomes ``\\|``.
+
+    Inside a table MyST (markdown-it) splits the row at every unescaped ``|``, also inside inline
+    code and math; ``\\|`` is turned back into ``|`` before the cell is parsed.
+    """
+    return re.sub(r"(?<!\\)\|", r"\\|", text)
+
+
+def table_markdown(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown pipe table (one string per line) whose cells never split, whatever they hold."""
+    width = len(header)
+    lines = ["| " + " | ".join(escape_cell(h) for h in header) + " |", "|" + "---|" * width]
+    for row in rows:
+        cells = (list(row) + [""] * width)[:width]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return lines
+
+
+CHAPTER_PAGE_RE = re.compile(r"^chapters/(\d+)-[^/]+/index$")
+
+
+def chapter_label(folder: str, title: str) -> str:
+    """``Ch. 1: <title>`` for ``chapters/01-x`` (the title itself when the folder has no number)."""
+    m = re.match(r"^(\d+)", folder.rsplit("/", 1)[-1])
+    return f"Ch. {int(m.group(1))}: {title}" if m else title
+
+
+def skip_heading_numbers(toc: Any) -> int:
+    """Mark every heading below the title in a page's table of contents as unnumbered.
+
+    ``toc`` is the page's entry of ``env.tocs`` (bullet list -> list item (title) -> bullet list of
+    headings, with the page's own toctree among them). Returns how many entries were marked.
+    """
+    from docutils import nodes
+    from sphinx import addnodes
+
+    marked = 0
+    for top in toc.children:  # the page title's list item(s)
+        if not isinstance(top, nodes.list_item):
+            continue
+        for sub in top.children:
+            if isinstance(sub, nodes.bullet_list):
+                for para in sub.findall(addnodes.compact_paragraph):
+                    para["skip_section_number"] = True
+                    for ref in para.findall(nodes.reference):
+                        ref["secnumber"] = None  # sphinx-external-toc reads it back
+                    marked += 1
+    return marked
 
 
 def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, audit_link: str | None = None) -> str:
@@ -235,7 +317,7 @@ def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, a
         out.append("|---|---|" + "---|" * len(kinds))
         for ch in chapters:
             counts = {v: sum(c.kind == v for c in ch.claims) for v in kinds}
-            link = f"[{ch.title}]({ch.folder}/index.md)"
+            link = f"[{escape_cell(chapter_label(ch.folder, ch.title))}]({ch.folder}/index.md)"
             if not ch.claims:
                 out.append(f"| {link} | no claims table yet |" + " |" * len(kinds))
                 continue
@@ -292,11 +374,8 @@ def audit_summary(notebook: Path, folder: str = "chapters") -> str | None:
         if len(keep) >= 2:
             header = [header[i] for i in keep]
             rows = [[(row + [""] * (max(keep) + 1))[i] for i in keep] for row in rows]
-    lines = ["| " + " | ".join(rebase_links(h, folder) for h in header) + " |", "|" + "---|" * len(header)]
-    for row in rows:
-        cells = (row + [""] * len(header))[: len(header)]
-        lines.append("| " + " | ".join(_cell(rebase_links(c, folder)) for c in cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(table_markdown([rebase_links(h, folder) for h in header],
+                                     [[rebase_links(c, folder) for c in row] for row in rows]))
 
 
 def chapter_folders(root: Path) -> list[Path]:
@@ -529,9 +608,79 @@ def copy_mathjax(target: Path, bundle: str = "tex-svg.js") -> None:
         shutil.copyfile(licence, target / "LICENSE")
 
 
+# --------------------------------------------------------------------------------------------
+# Author-year labels for the bibliography
+# --------------------------------------------------------------------------------------------
+def author_year_label(entry: Any) -> str:
+    """``"Dwork and Roth, 2014"`` / ``"Dwork et al., 2006"`` for a pybtex entry (no suffix)."""
+    from pybtex.richtext import Text
+
+    people = entry.persons.get("author") or entry.persons.get("editor") or []
+    names = [Text.from_latex(" ".join(p.prelast_names + p.last_names)).render_as("text") for p in people]
+    if not names:
+        who = "Anonymous"
+    elif len(names) == 1:
+        who = names[0]
+    elif len(names) == 2:
+        who = f"{names[0]} and {names[1]}"
+    else:
+        who = f"{names[0]} et al."
+    return f"{who}, {entry.fields.get('year', 'n.d.')}"
+
+
+def author_year_labels(entries: list[Any]) -> list[str]:
+    """Labels of ``entries`` (in order); equal labels get "a", "b", ... after the year."""
+    labels = [author_year_label(e) for e in entries]
+    seen: dict[str, int] = {}
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+    count: dict[str, int] = {}
+    out = []
+    for label in labels:
+        if seen[label] > 1:
+            count[label] = count.get(label, 0) + 1
+            label = label + "abcdefghijklmnopqrstuvwxyz"[count[label] - 1]
+        out.append(label)
+    return out
+
+
+def register_author_year_style() -> None:
+    """Register the pybtex label style and formatting style ``dpbayes-author-year``."""
+    from pybtex.plugin import register_plugin
+    from pybtex.style.formatting.plain import Style as PlainStyle
+    from pybtex.style.labels import BaseLabelStyle
+
+    class AuthorYearLabelStyle(BaseLabelStyle):
+        def format_labels(self, sorted_entries: Any) -> Any:
+            return iter(author_year_labels(list(sorted_entries)))
+
+    class AuthorYearStyle(PlainStyle):
+        default_label_style = "dpbayes-author-year"
+
+    register_plugin("pybtex.style.labels", "dpbayes-author-year", AuthorYearLabelStyle, force=True)
+    register_plugin("pybtex.style.formatting", "dpbayes-author-year", AuthorYearStyle, force=True)
+
+
+def sphinx_section_numbering() -> Any:
+    """Sphinx's own ``TocTreeCollector.assign_section_numbers``, even after an extension replaced it.
+
+    sphinx-multitoc-numbering overwrites the class attribute when it is loaded; the original
+    function is taken from a fresh, private copy of Sphinx's module.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("sphinx.environment.collectors.toctree")
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    return fresh.TocTreeCollector.assign_section_numbers
+
+
 def setup(app: Any) -> dict[str, Any]:
     from docutils.parsers.rst import Directive
     from docutils.statemachine import StringList
+    from sphinx.environment.collectors.toctree import TocTreeCollector
+
+    register_author_year_style()
 
     def _root(directive: Directive) -> Path:
         return Path(directive.state.document.settings.env.srcdir)
@@ -603,6 +752,16 @@ def setup(app: Any) -> dict[str, Any]:
             raise RuntimeError(f"mathjax_path must look like 'mathjax/tex-svg.js', got {path}")
         copy_mathjax(Path(app.outdir) / "_static" / path.parts[0], path.parts[1])
 
+    def _unnumber_chapter_headings(app: Any, doctree: Any) -> None:
+        # runs after Sphinx's TocTreeCollector (priority 500) has built env.tocs[docname]
+        env = app.env
+        if CHAPTER_PAGE_RE.match(env.docname) and env.docname in env.tocs:
+            skip_heading_numbers(env.tocs[env.docname])
+
+    def _sphinx_section_numbers(app: Any) -> None:
+        if not app.config.use_multitoc_numbering:
+            TocTreeCollector.assign_section_numbers = sphinx_section_numbering()
+
     def _mark_outdated(app: Any, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
         # pages that hold a directive are rebuilt whenever any chapter page or notebook changes
         return [doc for doc in ("intro", "rerun") if doc in env.found_docs and (added or changed or removed)]
@@ -613,5 +772,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("config-inited", _check_mathjax_path)
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("env-get-outdated", _mark_outdated)
+    app.connect("doctree-read", _unnumber_chapter_headings, priority=800)
+    app.connect("builder-inited", _sphinx_section_numbers, priority=900)
     app.connect("build-finished", _copy_mathjax)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -47,6 +47,9 @@ def lbapp_estimate(y: NDArray[np.int64], K: int, eps: float, rng: np.random.Gene
 
     Privacy: eps-DP for counts differing by one (module docstring); the output is not clipped
     to ``[0, 1]``, as in the paper.
+
+    For simulation only (seeded floating-point noise); to protect real data use
+    :mod:`dpbayes.release`, which draws the noise with OpenDP.
     """
     K, eps, a, b = _check(K, eps, a, b)
     rng = check_rng("rng", rng)

@@ -45,6 +45,9 @@ def laplace_count(counts: ArrayLike, eps: float, rng: np.random.Generator) -> ND
     Privacy: eps-differentially private for one counting query (sensitivity 1), because
     ``|log f(y | c) - log f(y | c + 1)| = eps * ||y - c| - |y - c - 1|| <= eps`` for every ``y``.
 
+    For simulation only (seeded floating-point noise); to protect real data use
+    :mod:`dpbayes.release`, which draws the noise with OpenDP.
+
     Parameters
     ----------
     counts : array_like of int
@@ -84,6 +87,9 @@ def geometric_count(counts: ArrayLike, eps: float, rng: np.random.Generator) -> 
 
     The noise is drawn as the difference of two i.i.d. geometric variables with success
     probability ``1 - exp(-eps)``, which has exactly the two-sided geometric law.
+
+    For simulation only (seeded NumPy sampler); to protect real data use :mod:`dpbayes.release`,
+    which draws the noise with OpenDP.
     """
     c = _as_counts("counts", counts)
     eps = check_positive("eps", eps)

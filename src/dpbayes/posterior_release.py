@@ -7,20 +7,20 @@ Source: ``laplace-optimality-notes.md`` ("notes"), Algorithms 1-5. Setting and s
 
 Mechanisms and the privacy each one has (``eps`` = the value the notes calibrate for):
 
-============  =========================================================  ==============================
-name          what it does                                               proven guarantee
-============  =========================================================  ==============================
-``LSDim``     Alg. 1: ``Lap(k/eps)`` on each of the first ``k-1``         ``eps/2`` (k = 2),
-              counts, floor, clamp to ``[0, n]``, last = clamp(n - sum)   ``2 eps/k`` (k >= 3)
-``LSHist``    Alg. 2: same with ``Lap(1/eps)`` (k = 2) / ``Lap(2/eps)``    ``eps``
-``EHD``       Alg. 3: exponential mechanism, score ``-H``, factor          ``eps``
-              ``eps/(2 GS)``, ``GS`` computed for ``(n, prior)``
-``EHD-notes`` Alg. 3 with the notes' constant ``GS = sqrt(1 - pi/4)``       ``eps GS(n,prior)/sqrt(1-pi/4)``
-``EHDL``      Alg. 4 (body missing in the notes; read from Thm 2.5):       none (not DP in general)
-              factor ``eps/(2 LS(x))``
-``EHDS``      Alg. 5: factor ``eps/(4 S(x))``, ``S`` = beta-smooth          ``eps`` (with the default beta,
-              sensitivity                                                  see ``pure_dp_smoothing_beta``)
-============  =========================================================  ==============================
+=============  =========================================================  ==============================
+name           what it does                                               proven guarantee
+=============  =========================================================  ==============================
+``LSDim``      Alg. 1: ``Lap(k/eps)`` on each of the first ``k-1``        ``eps/2`` (k = 2),
+               counts, floor, clamp to ``[0, n]``, last = clamp(n - sum)  ``2 eps/k`` (k >= 3)
+``LSHist``     Alg. 2: same with ``Lap(1/eps)`` (k = 2) / ``Lap(2/eps)``  ``eps``
+``EHD``        Alg. 3: exponential mechanism, score ``-H``, factor        ``eps``
+               ``eps/(2 GS)``, ``GS`` computed for ``(n, prior)``
+``EHD-notes``  Alg. 3 with the notes' constant ``GS = sqrt(1 - pi/4)``    ``eps GS(n,prior)/sqrt(1-pi/4)``
+``EHDL``       Alg. 4 (body missing in the notes; read from Thm 2.5):     none (not DP in general)
+               factor ``eps/(2 LS(x))``
+``EHDS``       Alg. 5: factor ``eps/(4 S(x))``, ``S`` = beta-smooth       ``eps`` (with the default beta,
+               sensitivity                                                see ``pure_dp_smoothing_beta``)
+=============  =========================================================  ==============================
 
 ``LSDim`` and ``LSHist`` with ``k >= 3`` can release count vectors that do not sum to ``n`` (the
 last coordinate is clamped), i.e. posteriors outside ``R_alpha``; this is the notes' algorithm,
@@ -327,6 +327,9 @@ def sample_release(
     the exponential mechanisms draw from their candidate weights. For ``k = 2`` column 0 of the result
     is the index ``j`` of the released candidate in :func:`exact_output_distribution`.
 
+    For simulation only (seeded floating-point noise); to protect real data draw the noise with a
+    vetted sampler such as OpenDP's (as :mod:`dpbayes.release` does for counts).
+
     Returns
     -------
     ndarray of int, shape (size, k)
@@ -455,7 +458,7 @@ def window_half_widths(distances: NDArray[np.float64], x: int, t: float) -> tupl
         Largest ``k`` with ``H(DirP(x), DirP(x + k')) < t`` for every ``|k'| <= k`` whose candidate
         exists (``0 <= x + k' <= n``): the reading under which the Laplace bound is proved.
     k_one_sided : int
-        Largest ``|k'|`` with ``H(DirP(x), DirP(x + k')) < t`` (the literal wording "k = |k'| the
+        Largest ``|k'|`` with ``H(DirP(x), DirP(x + k')) < t`` (the literal wording "``k = |k'|`` the
         largest integer satisfying ...").
     """
     n = distances.size - 1

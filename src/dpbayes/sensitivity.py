@@ -42,7 +42,7 @@ __all__ = [
     "pure_dp_smoothing_beta",
 ]
 
-#: The constant the notes use for the global sensitivity (proof of Thm 2.5): sqrt(1 - pi/4), which is
+#: The constant the notes use for the global sensitivity (proof of Thm 2.5), sqrt(1 - pi/4), which is
 #: H(Beta(2, 1), Beta(1, 2)), the distance between the two posteriors of n = 1 under a uniform prior.
 NOTES_GLOBAL_SENSITIVITY = math.sqrt(1.0 - math.pi / 4.0)
 

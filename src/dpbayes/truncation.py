@@ -49,7 +49,7 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 
-#: The symmetric grid of the author's interval search: 51 values of ``a`` in ``[-3, 0]``, ``b = -a``.
+#: The symmetric grid of the author's interval search, 51 values of ``a`` in ``[-3, 0]``, ``b = -a``.
 #: The last value ``a = 0`` is a zero-width interval (no valid mechanism; the author's code gets
 #: NaN there and never selects it), so the default search grid drops it.
 PAPER_A_GRID: FloatArray = np.linspace(-3.0, 0.0, 51)
@@ -113,6 +113,9 @@ def sample_privatised(x: ArrayLike, l: ArrayLike, r: ArrayLike, eps: ArrayLike, 
     Note: the noise *scale* is ``(r - l)/eps`` (standard deviation ``sqrt(2) (r - l)/eps``). The
     author's MATLAB sampler treats its argument as a standard deviation and so adds noise of
     scale ``(r - l)/(eps sqrt 2)``, which is only ``eps sqrt 2``-DP; this function does not.
+
+    For simulation only (seeded floating-point noise); to protect real data draw the noise with a
+    vetted sampler such as OpenDP's (as :mod:`dpbayes.release` does for counts).
 
     Parameters
     ----------
@@ -216,7 +219,7 @@ def loglik_privatised_normal(
     paper treats as intractable (Section 3.2) and handles with latent ``x`` (eq. (5)) or Monte
     Carlo (Algorithm 5). With ``beta = (r - l)/eps``, ``L(v) = exp(-|v|/beta)/(2 beta)``,
     ``alpha = (l - mu)/sigma``, ``rho = (r - mu)/sigma``, ``d = (y - mu)/sigma`` and
-    ``z = sigma/beta``, the clamped value is a mixture of two atoms and a truncated normal, so
+    ``z = sigma/beta``, the clamped value is a mixture of two atoms and a truncated normal, so::
 
         p(y) = Phi(alpha) L(y - l) + Phi(-rho) L(y - r)
                + 1/(2 beta) int_alpha^rho phi(t) exp(-z |d - t|) dt,

@@ -65,20 +65,20 @@ __all__ = [
     "bayes_risk",
 ]
 
-#: Relative tolerance of the DP check: ``P[k, i] <= exp(eps) * P[k, i'] * (1 + DP_RTOL)``.
+#: Relative tolerance of the DP check, ``P[k, i] <= exp(eps) * P[k, i'] * (1 + DP_RTOL)``.
 DP_RTOL = 1e-9
 #: Largest weight of the data-independent mixture used to repair a slightly infeasible LP solution.
 MAX_REPAIR_WEIGHT = 1e-6
 #: LP solvers shipped with CVXPY that this module accepts.
 LP_SOLVERS = ("HIGHS", "CLARABEL", "SCS", "OSQP")
-#: Default LP solver, chosen by measurement (``benchmarks/bench_ubapp.py``, K = 100): HiGHS (simplex)
+#: Default LP solver, chosen by measurement (``benchmarks/bench_ubapp.py``, K = 100). HiGHS (simplex)
 #: returns a vertex, whose active DP inequalities hold to rounding error, and it is the only one of
 #: the four whose answers could be certified eps-DP over the whole eps range. At eps = 0.001
 #: (M = 101) its raw answer is DP to 1e-14 and equals the exact optimum, while CLARABEL (faster:
 #: 2.8 s vs 10.5 s) needs a repair weight 9e-6 and SCS 2.6e-2 (both above ``MAX_REPAIR_WEIGHT``);
 #: at eps = 1 (M = 201) CLARABEL is faster (0.8 s vs 2.9 s) and repairable, SCS and OSQP are not.
 DEFAULT_LP_SOLVER = "HIGHS"
-#: Tried in turn when the default fails and no solver was named: with its tightened tolerances HiGHS
+#: Tried in turn when the default fails and no solver was named. With its tightened tolerances HiGHS
 #: can stop without a solution (seen on the count LP of chapter 04 at n = 100: p = 0.3 and 0.02 at
 #: eps = 1, p = 0.02 at eps = 0.3; CLARABEL solves each in 1-2 s and its answer passes the DP check).
 #: HiGHS at its default tolerances is no fallback: there its answers failed the DP check on two of three.

@@ -1,0 +1,224 @@
+"""dpbayes.release: OpenDP-based releases, their exact law, their privacy audit and a mutant.
+
+OpenDP draws from the operating system's randomness and cannot be seeded, so the tests on its
+samples are statistical, each with a stated false-alarm rate (the probability that a correct
+release fails the test): 1e-4 for every chi-square / Kolmogorov-Smirnov test and for every
+audit (a lower confidence bound at confidence 1 - 1e-4 exceeds the true eps with probability
+at most 1e-4). Everything exact (laws, risks, privacy loss of the output law) is tested exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+pytest.importorskip("opendp")
+
+from dpbayes import audit, counting, release, ubapp  # noqa: E402
+from dpbayes.lbapp import lbapp_mse  # noqa: E402
+
+ALPHA = 1e-4  # false-alarm rate of each statistical test below
+CONFIDENCE = 1.0 - ALPHA
+N_SMALL, EPS = 4, 1.0  # small n keeps each OpenDP draw cheap (its bounded sampler costs O(n))
+N_AUDIT = 50_000  # draws per input: 1e5 draws of the optimal release in all
+
+
+def recording(sampler):
+    """A black-box sampler ``f(x, rng, size)`` for dpbayes.audit that also keeps what it drew.
+
+    ``rng`` is unused: OpenDP has its own randomness (which is the point of the module).
+    """
+    drawn: dict = {}
+
+    def mechanism(x, rng, size):
+        out = np.array([sampler(x) for _ in range(size)])
+        drawn[x] = np.concatenate([drawn.get(x, out[:0]), out])
+        return out
+
+    return mechanism, drawn
+
+
+def chi_square_pvalue(samples: dict[int, np.ndarray], law: np.ndarray) -> float:
+    """Pooled chi-square goodness of fit of integer samples per input against rows of ``law``."""
+    stat, df = 0.0, 0
+    for x, s in samples.items():
+        observed = np.bincount(s, minlength=law.shape[1])
+        expected = law[x] * s.size
+        assert observed.size == law.shape[1], "an output outside {0..n}"
+        assert np.all(expected >= 5), "cells too small for the chi-square approximation"
+        stat += float(np.sum((observed - expected) ** 2 / expected))
+        df += law.shape[1] - 1
+    return float(stats.chi2.sf(stat, df))
+
+
+# ------------------------------------------------------------------ optimal proportion release
+
+
+@pytest.fixture(scope="module")
+def optimal_audit():
+    """The black-box audit of the optimal release on counts 0 ~ 1, and the draws it made."""
+    mech = release.OptimalProportionRelease(N_SMALL, EPS)
+    sampler, drawn = recording(lambda c: mech.release(c).noisy_count)
+    result = audit.statistical_lower_bound(sampler, 0, 1, np.random.default_rng(0), n_samples=N_AUDIT, confidence=CONFIDENCE)
+    return mech, result, drawn
+
+
+def test_opendp_release_law_matches_the_exact_truncated_geometric_law(optimal_audit):
+    mech, _, drawn = optimal_audit
+    assert sum(s.size for s in drawn.values()) >= 100_000
+    assert chi_square_pvalue(drawn, mech.output_law()) > ALPHA
+
+
+def test_black_box_audit_of_the_optimal_release_passes(optimal_audit):
+    _, result, _ = optimal_audit
+    assert result.eps_lower <= EPS, result
+
+
+def test_exact_privacy_loss_of_the_output_law_is_eps():
+    for n, eps in [(1, 0.1), (4, 1.0), (100, 0.1), (100, 1.0)]:
+        mech = release.OptimalProportionRelease(n, eps)
+        assert audit.exact_privacy_loss(mech.output_law()).eps == pytest.approx(eps, rel=1e-12)
+        assert mech.eps_spent <= eps
+
+
+def test_mutant_with_halved_noise_scale_fails_the_audit(monkeypatch):
+    """A release whose noise scale is halved (true eps = 2 EPS) is caught by the black-box audit."""
+    monkeypatch.setattr(release, "opendp_measurement", lambda kind, eps, n=None: release._build_measurement(kind, 0.5 / eps, n))
+    mutant = release.OptimalProportionRelease(N_SMALL, EPS)
+    sampler, _ = recording(lambda c: mutant.release(c).noisy_count)
+    result = audit.statistical_lower_bound(sampler, 0, 1, np.random.default_rng(1), n_samples=20_000, confidence=CONFIDENCE)
+    assert result.eps_lower > EPS, result
+
+
+def test_halved_scale_is_refused_by_the_opendp_privacy_map(monkeypatch):
+    """The library's own first line of defence: the scale is checked against OpenDP's map."""
+    monkeypatch.setattr(release, "_noise_scale", lambda eps: 0.5 / eps)
+    with pytest.raises(release.PrivacyMapError, match="eps = 1.0"):
+        release.OptimalProportionRelease(N_SMALL, EPS)
+    with pytest.raises(release.PrivacyMapError):
+        release.LaplaceCountRelease(N_SMALL, EPS, p=0.5)
+
+
+def test_estimate_is_the_chapter1_remap_of_the_released_count():
+    mech = release.OptimalProportionRelease(100, 1.0)
+    sol = ubapp.ubapp_exact(100, 1.0)
+    np.testing.assert_allclose(mech.estimates, sol.estimates, rtol=0, atol=0)
+    assert mech.bayes_risk == sol.risk
+    for count in (0, 37, 100):
+        r = mech.release(count)
+        assert 0 <= r.noisy_count <= 100 and r.estimate == sol.estimates[r.noisy_count]
+        assert (r.n, r.eps, r.loss) == (100, 1.0, "squared")
+
+
+def test_optimal_release_beats_the_laplace_baselines_exactly():
+    """Chapter 1, K = 100: UBaPP 1.806e-3 vs LBaPP 1.826e-3 at eps = 1; plain Laplace count is worse still."""
+    for eps in (0.1, 1.0):
+        risk = release.OptimalProportionRelease(100, eps).bayes_risk
+        plain = 1.0 / 600.0 + 2.0 / (100 * eps) ** 2  # E[theta(1-theta)]/n + Var(Laplace)/n^2, uniform prior
+        assert risk < lbapp_mse(100, eps) < plain
+    assert release.OptimalProportionRelease(100, 1.0).bayes_risk == pytest.approx(1.806e-3, abs=1e-6)
+
+
+def test_absolute_loss_beta_prior_matches_a_fine_grid():
+    """The continuous Beta posterior-median remap against chapter 1's exact solver on a grid."""
+    cont = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0))
+    grid = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0), theta_grid=np.linspace(0, 1, 4001))
+    assert cont.bayes_risk == pytest.approx(grid.bayes_risk, rel=1e-4)
+    np.testing.assert_allclose(cont.estimates, grid.estimates, atol=5e-4)
+    # the median is the Bayes remap: moving any estimate raises the exact risk
+    worse = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0))
+    worse.estimates = cont.estimates + 0.01
+    y = np.arange(31)
+    joint = cont.output_law().T * stats.betabinom.pmf(y, 30, 2.0, 5.0)[None, :]
+    risk = sum(float(joint[z] @ release._beta_abs_deviation(2.0 + y, 35.0 - y, worse.estimates[z])) for z in range(31))
+    assert risk > cont.bayes_risk
+
+
+def test_grid_prior_weights_are_used():
+    theta = np.array([0.1, 0.5, 0.9])
+    point = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[0.0, 1.0, 0.0])
+    assert np.all(point.estimates == 0.5) and point.bayes_risk == pytest.approx(0.0, abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"count": 11, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
+        ({"count": -1, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
+        ({"count": 1, "n": 10, "eps": 0.0}, r"eps must be > 0"),
+        ({"count": 1, "n": 0, "eps": 1.0}, r"n must be an integer in \[1, 5000\]"),
+        ({"count": 1, "n": 10, "eps": 1.0, "loss": "huber"}, r"loss must be one of 'squared', 'absolute'"),
+        ({"count": 1, "n": 10, "eps": 1.0, "beta_prior": (0.0, 1.0)}, r"beta_prior\[0\] must be > 0"),
+        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [0.5, 0.6]}, r"prior_weights must be >= 0 and sum to 1"),
+        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [1.5, -0.5]}, r"prior_weights must be >= 0"),
+        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 1.8]}, r"theta_grid must lie in \[0.0, 1.0\]"),
+        ({"count": 1, "n": 10, "eps": 1.0, "prior_weights": [1.0]}, r"prior_weights needs theta_grid"),
+    ],
+)
+def test_release_proportion_rejects_bad_input_before_any_draw(monkeypatch, kwargs, message):
+    def no_opendp(*args, **kw):
+        raise AssertionError("OpenDP was reached before the input was validated")
+
+    monkeypatch.setattr(release, "_build_measurement", no_opendp)
+    with pytest.raises((ValueError, TypeError), match=message):
+        release.release_proportion(**kwargs)
+
+
+# ------------------------------------------------------------------ Laplace count + Bayes (chapter 4)
+
+
+@pytest.fixture(scope="module")
+def laplace_audit():
+    mech = release.LaplaceCountRelease(N_SMALL, EPS, p=0.5)
+    sampler, drawn = recording(lambda c: mech.release(c).noisy_count)
+    result = audit.statistical_lower_bound(sampler, 0, 1, np.random.default_rng(2), n_samples=20_000, confidence=CONFIDENCE)
+    return mech, result, drawn
+
+
+def test_opendp_laplace_noise_has_the_laplace_law(laplace_audit):
+    _, _, drawn = laplace_audit
+    noise = np.concatenate([s - c for c, s in drawn.items()])
+    assert noise.size >= 40_000
+    assert stats.kstest(noise, stats.laplace(scale=1.0 / EPS).cdf).pvalue > ALPHA
+
+
+def test_black_box_audit_of_the_laplace_release_passes(laplace_audit):
+    _, result, _ = laplace_audit
+    assert result.eps_lower <= EPS, result
+
+
+def test_laplace_release_reports_the_chapter4_bayes_estimate():
+    for estimator, f in (("mean", counting.bayes_estimate), ("median", counting.posterior_median)):
+        mech = release.LaplaceCountRelease(100, 0.1, p=0.3, estimator=estimator)
+        r = mech.release(30)
+        assert r.estimate == f(r.noisy_count, 100, 0.3, 0.1) and r.eps_spent <= 0.1
+        assert r.mean_abs_error == counting.mean_abs_error(estimator, 100, 0.3, 0.1)
+    # chapter 4: 3.397 (mean) and 3.388 (median) at n = 100, p = 0.3, eps = 0.1
+    assert release.LaplaceCountRelease(100, 0.1, p=0.3).mean_abs_error == pytest.approx(3.397, abs=5e-4)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"count": 5, "n": 4, "eps": 1.0, "p": 0.5}, r"count must be an integer in \[0, 4\]"),
+        ({"count": 1, "n": 4, "eps": -1.0, "p": 0.5}, r"eps must be > 0"),
+        ({"count": 1, "n": 4, "eps": 1.0, "p": 1.5}, r"p must lie in \[0.0, 1.0\]"),
+        ({"count": 1, "n": 4, "eps": 1.0, "p": 0.5, "estimator": "mode"}, r"estimator must be one of 'mean', 'median'"),
+    ],
+)
+def test_release_count_laplace_rejects_bad_input_before_any_draw(monkeypatch, kwargs, message):
+    monkeypatch.setattr(release, "_build_measurement", lambda *a, **k: pytest.fail("OpenDP reached before validation"))
+    with pytest.raises((ValueError, TypeError), match=message):
+        release.release_count_laplace(**kwargs)
+
+
+def test_opendp_version_is_the_pinned_one():
+    import importlib.metadata
+
+    assert importlib.metadata.version("opendp") == release.OPENDP_VERSION
+    requirements = Path(__file__).resolve().parents[1] / "requirements.txt"
+    pinned = [line for line in requirements.read_text().splitlines(keepends=True) if line.lower().startswith("opendp==")]
+    assert pinned == [f"opendp=={release.OPENDP_VERSION}\n"]

@@ -1,0 +1,56 @@
+"""The page "Using dpbayes on your data" (using-dpbayes.md): every command in it is run here.
+
+``bash`` blocks run in the repository root; ``python`` blocks run in order in one namespace. A block
+whose code says "output varies" prints OpenDP releases (unseeded), so only that it runs is checked;
+every line any other block prints must appear verbatim as a line of the page (the tables).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("opendp")
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "using-dpbayes.md"
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.S | re.M)
+
+
+def blocks(language: str) -> list[str]:
+    return [code for lang, code in FENCE.findall(PAGE.read_text(encoding="utf-8")) if lang == language]
+
+
+def test_page_is_in_the_toc_and_has_commands() -> None:
+    assert "file: using-dpbayes" in (ROOT / "_toc.yml").read_text()
+    assert blocks("bash") and len(blocks("python")) >= 3
+    assert {lang for lang, _ in FENCE.findall(PAGE.read_text(encoding="utf-8"))} <= {"bash", "python"}
+
+
+def test_bash_blocks_run() -> None:
+    for code in blocks("bash"):
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{code}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+
+
+def test_python_blocks_run_and_print_the_page_tables() -> None:
+    page_lines = set(PAGE.read_text(encoding="utf-8").splitlines())
+    namespace: dict = {"__name__": "using_dpbayes_page"}
+    printed_tables = 0
+    for code in blocks("python"):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, str(PAGE), "exec"), namespace)  # noqa: S102 - the page's own code
+        lines = out.getvalue().splitlines()
+        if "output varies" in code:
+            assert lines, "an example block printed nothing"
+            continue
+        missing = [line for line in lines if line not in page_lines]
+        assert not missing, "printed but not in the page:\n" + "\n".join(missing)
+        printed_tables += sum(line.startswith("| ") for line in lines)
+    assert printed_tables == 4, printed_tables  # two rows in each of the two tables
