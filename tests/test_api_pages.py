@@ -13,8 +13,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "dpbayes"
 # the book's machinery: not part of the library's API (command line, parameter cells, stored
-# figures, the Sphinx extension, progress bars, file helpers, number formatting for printed tables)
-MACHINERY = {"__init__", "__main__", "_io", "book", "cli", "figures", "formatting", "params", "progress"}
+# figures, the Sphinx extension, progress bars, file helpers, number formatting for printed tables,
+# constraints between notebook parameters)
+MACHINERY = {"__init__", "__main__", "_io", "book", "cli", "constraints", "figures", "formatting", "params", "progress"}
 
 
 def science_modules() -> list[str]:
