@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import warnings
 from pathlib import Path
 
 import pytest
@@ -31,37 +30,6 @@ from browser_helpers import (  # noqa: E402
 HTML = os.environ.get("DPBAYES_BOOK_HTML")
 needs_book = pytest.mark.skipif(not HTML, reason="DPBAYES_BOOK_HTML not set: run `make browser`")
 needs_chromium = pytest.mark.skipif(not Path(chromium_path()).exists(), reason="no Chromium (`make chromium`)")
-
-# Tables left as raw "| ... |" text that are known and owned elsewhere: (page, a piece of the
-# table's first line) -> why. They are notebook outputs whose header holds a "|" (issue 16,
-# item 1); their notebooks are being rewritten in another branch, which must remove the entry.
-# Any raw table not listed here fails the test.
-KNOWN_RAW_TABLES = {
-    ("chapters/01-ubapp/01a-lp-and-exact-solver.html", "max |P_LP - P_exact|"):
-        "01a 'Spot checks' output: a | in a column header",
-    ("chapters/03-adaptive-truncation/03c-real-income.html", "P(mu outside fixed interval | y_1:t)"):
-        "03c tail-mass output: a | in a column header",
-    ("chapters/04-counting-queries/04b-bayes-vs-naive.html", "E|C - np|"):
-        "04b output: a | in a column header",
-}
-
-
-def split_known_raw_tables(problems: dict[str, list[str]]) -> tuple[dict[str, list[str]], list[str], list[str]]:
-    """``(problems without the allow-listed raw tables, the allowed ones found, allow-list entries not found)``."""
-    kept: dict[str, list[str]] = {}
-    allowed: list[str] = []
-    used: set[tuple[str, str]] = set()
-    for page, items in problems.items():
-        kept[page] = []
-        for item in items:
-            key = next((k for k in KNOWN_RAW_TABLES if item.startswith(RAW_TABLE) and k[0] == page and k[1] in item), None)
-            if key is None:
-                kept[page].append(item)
-            else:
-                used.add(key)
-                allowed.append(f"{page}: {item} ({KNOWN_RAW_TABLES[key]})")
-    stale = [f"{page}: {header}" for page, header in KNOWN_RAW_TABLES if (page, header) not in used and page in problems]
-    return kept, allowed, stale
 
 EXTERNAL_ASSET = re.compile(
     r"""<(?:script|link|img|iframe|source|video|audio|embed)\b[^>]*?\b(?:src|href)=["'](?:https?:)?//[^"']+""", re.I
@@ -91,12 +59,8 @@ def test_every_page_in_chromium(root: Path, tmp_path: Path) -> None:
     firsts = chapter_first_pages(root)
     assert firsts, "no chapter pages were rendered"
     shots = tmp_path / "screenshots"
-    problems, allowed, stale = split_known_raw_tables(check_book(root, pages, screenshot_dir=shots, screenshot_pages=firsts))
+    problems = check_book(root, pages, screenshot_dir=shots, screenshot_pages=firsts)
     assert not any(problems.values()), "problems in the rendered book:\n" + report(problems)
-    if allowed:
-        print("\nknown raw tables (allow-list KNOWN_RAW_TABLES in tests/test_browser.py):\n  " + "\n  ".join(allowed))
-    for entry in stale:
-        warnings.warn(f"KNOWN_RAW_TABLES entry no longer needed (the table renders now): remove it: {entry}")
     saved = sorted(p.name for p in shots.glob("*.png"))
     assert len(saved) == len(firsts), saved
     print(f"\n{len(pages)} pages checked; chapter screenshots in {shots}: {', '.join(saved)}")
@@ -235,12 +199,6 @@ def test_raw_table_check_fails_on_a_broken_page(tmp_path: Path) -> None:
     problems = check_book(tmp_path, ["page.html", "fine.html"])
     assert problems["fine.html"] == [], problems
     assert problems["page.html"] == [f"{RAW_TABLE}: | t | P(mu outside fixed interval | y_1:t) | mean |"], problems
-    # the allow-list hides only its own (page, header): the same table on another page still fails
-    moved = {"chapters/03-adaptive-truncation/03c-real-income.html" if k == "page.html" else k: v for k, v in problems.items()}
-    kept, allowed, _ = split_known_raw_tables(moved)
-    assert not any(kept.values()) and len(allowed) == 1
-    kept, allowed, _ = split_known_raw_tables(problems)
-    assert kept["page.html"] == problems["page.html"] and not allowed
 
 
 @needs_book
@@ -260,3 +218,73 @@ def test_chapter_notebooks_are_numbered_n_1_n_2(root: Path) -> None:
             assert text.startswith(f"{chapter}.{child}. "), (href, text)
             assert not re.match(r"^[\d.]+ \d\d[a-z] ", text), text  # no "03a —" title prefix
     assert chapter >= 4, entries
+
+
+# -- figures and code on notebook pages (issue 16, items 3-5) ----------------------------------------
+from browser_figures import (  # noqa: E402
+    NARROW_FIGURE,
+    UNCAPTIONED,
+    WIDE_CODE,
+    figure_and_code_problems,
+    notebook_pages,
+)
+
+from dpbayes.figures import BOOK_COLUMN_PX  # noqa: E402
+
+
+@needs_book
+def test_notebook_figures_have_captions_and_code_fits_the_column(root: Path) -> None:
+    """Every notebook figure captioned and numbered, shown as wide as the legibility check assumes
+    (``tests/test_figure_layout.py``); no code block wider than the column, at 1300 px and 800 px."""
+    pages = notebook_pages(root)
+    assert len(pages) >= 10, pages
+    shots = Path(HTML).parent.parent / "screenshots" if HTML else None
+    wide = figure_and_code_problems(root, pages, 1300, column_px=BOOK_COLUMN_PX, screenshot_dir=shots)
+    narrow = figure_and_code_problems(root, pages, 800, screenshot_dir=shots)
+    problems = {page: wide[page] + [f"(800 px) {p}" for p in narrow[page] if p.startswith(WIDE_CODE)] for page in pages}
+    assert not any(problems.values()), "figures and code on notebook pages:\n" + report(problems)
+
+
+FIGURE_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title>
+<style>article {{ width: 600px; }} pre {{ overflow-x: auto; }}</style></head><body><article>
+<div class="cell docutils container"><div class="cell_input"><pre>x = 1</pre></div>
+<div class="cell_output"><figure><img src="data:image/png;base64,{png}" width="300">
+<figcaption><p><span class="caption-number">Fig. 1 </span>Reproduces Fig. 3 of the paper, K = 100, exact.</p></figcaption>
+</figure></div></div>
+<div class="cell docutils container"><div class="cell_output">{extra}</div></div>
+</article></body></html>
+"""
+
+
+def _png(width: int = 200, height: int = 20) -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), "white").save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+@needs_chromium
+def test_figure_and_code_checks_fail_on_a_broken_page(tmp_path: Path) -> None:
+    """An uncaptioned figure, a figure shown too narrow and an over-wide code line are each reported."""
+    png = _png()
+    pages = {
+        "fine.html": "",
+        "uncaptioned.html": f'<img src="data:image/png;base64,{png}" width="300">',
+        "narrow.html": f'<figure><img src="data:image/png;base64,{png}" style="width: 10px">'
+                       '<figcaption><span class="caption-number">Fig. 2 </span>A long enough caption text.</figcaption></figure>',
+        "wide-code.html": "<pre>" + "y = " + " + ".join(["x"] * 200) + "</pre>",
+        "folded-code.html": "<details><summary>show</summary><pre>" + "z" * 400 + "</pre></details>",
+    }
+    for name, extra in pages.items():
+        (tmp_path / name).write_text(FIGURE_PAGE.format(png=png, extra=extra), encoding="utf-8")
+    assert notebook_pages(tmp_path) == sorted(pages)
+    problems = figure_and_code_problems(tmp_path, sorted(pages), 1300, column_px=150)
+    assert problems["fine.html"] == [], problems
+    assert [p.split(":")[0] for p in problems["uncaptioned.html"]] == [UNCAPTIONED], problems
+    assert [p.split(":")[0] for p in problems["narrow.html"]] == [NARROW_FIGURE], problems
+    assert [p.split(":")[0] for p in problems["wide-code.html"]] == [WIDE_CODE], problems
+    assert [p.split(":")[0] for p in problems["folded-code.html"]] == [WIDE_CODE], problems

@@ -33,3 +33,64 @@ def test_bad_value_is_rejected(bad):
 def test_bad_accuracy_or_digits_is_rejected(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         format_to_accuracy(0.5, **kwargs)
+
+
+# -- markdown_table: every notebook table goes through it (issue 16, items 1 and 9) ----------------
+import pandas as pd  # noqa: E402
+from markdown_it import MarkdownIt  # noqa: E402
+
+from dpbayes.formatting import MISSING, markdown_table  # noqa: E402
+
+
+def rendered_rows(markdown: str) -> list[list[str]]:
+    """The cells of every row of the first table MyST's parser (markdown-it, GFM tables) makes of ``markdown``."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    rows, row = [], None
+    for tok in tokens:
+        if tok.type == "tr_open":
+            row = []
+        elif tok.type == "inline" and row is not None:
+            row.append(tok.content.replace("\\|", "|"))
+        elif tok.type == "tr_close":
+            rows.append(row)
+            row = None
+    return rows
+
+
+PIPES = pd.DataFrame({"eps": [0.1, 1.0], "max |P_LP - P_exact|": ["< 1e-06", "0"], "P(A | B)": [0.5, 0.25]})
+
+
+def test_a_pipe_in_a_header_or_cell_stays_in_its_cell():
+    rows = rendered_rows(markdown_table(PIPES))
+    assert rows[0] == ["eps", "max |P_LP - P_exact|", "P(A | B)"]
+    assert [len(r) for r in rows] == [3, 3, 3]
+    text = pd.DataFrame({"case": ["a | b"], "x": [1]})
+    assert rendered_rows(markdown_table(text))[1] == ["a | b", "1"]
+
+
+def test_the_check_fails_on_pandas_own_markdown():
+    """The same table through DataFrame.to_markdown: MyST makes no table of it (the header splits)."""
+    assert rendered_rows(PIPES.to_markdown(index=False)) == []
+
+
+def test_missing_values_print_as_a_dash_not_nan():
+    df = pd.DataFrame({"eps": [1.0, 2.0], "paper's b*": [0.06, float("nan")], "note": ["x", None]})
+    table = markdown_table(df)
+    assert "nan" not in table.lower() and table.count(MISSING) == 2
+    assert rendered_rows(table)[2] == ["2", MISSING, MISSING]
+    assert "nan" in df.to_markdown(index=False)  # what the helper prevents
+
+
+def test_no_bare_index():
+    df = pd.DataFrame({"a": [1.5, 2.5]})
+    assert rendered_rows(markdown_table(df))[0] == ["a"]
+    with pytest.raises(ValueError, match="named index"):
+        markdown_table(df, index=True)
+    assert rendered_rows(markdown_table(df.rename_axis("n"), index=True))[0] == ["n", "a"]
+    with pytest.raises(TypeError, match="DataFrame"):
+        markdown_table([[1, 2]])
+
+
+def test_float_format_is_applied_like_pandas():
+    df = pd.DataFrame({"x": [0.123456, 12345.678], "n": [1, 20]})
+    assert markdown_table(df, ".3g") == df.to_markdown(index=False, floatfmt=".3g")

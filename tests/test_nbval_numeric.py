@@ -22,7 +22,7 @@ def stored_markdown_output() -> dict:
     """The stored output of 03a's table of best half-widths (a Markdown table display)."""
     nb = nbformat.read(NOTEBOOK, as_version=4)
     for cell in nb.cells:
-        if cell.cell_type == "code" and "display(fmt_table(best_table))" in cell.source:
+        if cell.cell_type == "code" and "best_table = pd.DataFrame(rows)" in cell.source:
             (out,) = [o for o in cell.outputs if "text/markdown" in o.get("data", {})]
             return json.loads(json.dumps(out))
     raise AssertionError("03a no longer displays best_table")

@@ -101,6 +101,40 @@ def output_dir() -> Path | None:
     return Path(value) if value else None
 
 
+BOOK_COLUMN_PX = 680
+"""Width in CSS pixels of the book's text column at a 1300 px window (the width notebook figures are shown at, checked by the browser test,
+``tests/test_browser.py``); a wider figure is scaled down to it."""
+
+MIN_FONT_PX = 9.0
+"""Smallest text of a figure, in CSS pixels as the reader sees it in the book (``tests/test_figure_layout.py``)."""
+
+
+def figure_layout(fig: Any) -> dict[str, Any]:
+    """Size, resolution and smallest font of a figure, for the legibility check.
+
+    ``min_font_pt`` is the smallest font size (points) of any visible, non-empty text in the
+    figure: titles, labels, tick labels, legend entries, annotations.
+    """
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    dpi = float(fig.get_dpi())
+    w, h = fig.get_size_inches()
+    return {"width_in": json_float(w), "height_in": json_float(h), "dpi": json_float(dpi),
+            "min_font_pt": json_float(min(sizes)) if sizes else None}
+
+
+def on_screen_font_px(layout: Mapping[str, Any], column_px: float = BOOK_COLUMN_PX) -> float:
+    """The smallest font of a figure in CSS pixels when the book shows it at most ``column_px`` wide.
+
+    A PNG of ``width_in * dpi`` pixels is shown at its natural size (one image pixel per CSS
+    pixel) or scaled down to the column; a font of ``s`` points is ``s * dpi / 72`` image pixels.
+    """
+    width_px = float(layout["width_in"]) * float(layout["dpi"])
+    scale = min(1.0, column_px / width_px)
+    return float(layout["min_font_pt"]) * float(layout["dpi"]) / 72.0 * scale
+
+
 def save_figure(
     fig: Any,
     chapter: str,
@@ -148,6 +182,7 @@ def save_figure(
     }
     with atomic_path(target) as tmp:
         fig.savefig(tmp, format="png", metadata={"Software": None})
+    payload["layout"] = figure_layout(fig)  # after drawing: tick labels exist only then
     atomic_write_text(target.with_suffix(".json"), json.dumps(payload, indent=1, sort_keys=True) + "\n")
 
 

@@ -1,17 +1,23 @@
 """Text for numbers that are shown to readers: no digit the computation cannot stand behind.
 
 Pure functions (no I/O); the notebooks use them for table cells whose value is known only to a
-stated accuracy (an LP solver's tolerance, a difference of two equal quantities).
+stated accuracy (an LP solver's tolerance, a difference of two equal quantities), and
+:func:`markdown_table` for every table a notebook shows.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
+from typing import Any
 
 from .validation import check_int, check_positive
 
-__all__ = ["format_to_accuracy"]
+__all__ = ["format_to_accuracy", "markdown_table", "MISSING"]
+
+MISSING = "\u2014"
+"""What a table cell without a value shows (an em dash); the notebook says what it means."""
 
 
 def format_to_accuracy(x: float, accuracy: float, digits: int = 3) -> str:
@@ -43,3 +49,58 @@ def format_to_accuracy(x: float, accuracy: float, digits: int = 3) -> str:
     if abs(value) < acc:
         return "0"
     return f"{value:.{n}g}"
+
+
+def _escape_cell(text: str) -> str:
+    # a "|" in a cell (``max |P_LP - P_exact|``, ``P(A | B)``) would end the cell: escape it
+    return text.replace("\\|", "|").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(df: Any, floatfmt: str | Sequence[str] = ".4g", *, index: bool = False, missing: str = MISSING) -> str:
+    """The Markdown (GFM) table of a :class:`pandas.DataFrame`, safe to show with ``IPython.display.Markdown``.
+
+    Every table a notebook shows goes through this function, so that all of them render the same
+    way in the book:
+
+    - a ``|`` in a column header or a text cell is escaped as ``\\|`` (otherwise the row splits
+      into more cells than its header and MyST leaves the whole table as raw text);
+    - no index column unless ``index=True`` (then the index must have a name, which heads it:
+      a bare ``0, 1, 2, ...`` column tells the reader nothing);
+    - a missing value (``NaN``, ``None``) prints as ``missing`` (an em dash), never ``nan``:
+      say next to the table what it means.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table; numeric columns are formatted with ``floatfmt``, text columns as they are.
+    floatfmt : str or sequence of str
+        Format of floating-point cells (``tabulate``'s ``floatfmt``: one for all columns, or one per column).
+    index : bool
+        Show the index as the first column (it must be named).
+    missing : str
+        Text of a cell without a value.
+
+    Returns
+    -------
+    str
+    """
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if index and any(name is None for name in df.index.names):
+        raise ValueError("index=True needs a named index (df.rename_axis('...')): a bare index column tells the reader nothing")
+    from tabulate import tabulate
+
+    table = df.reset_index() if index else df
+    headers = [_escape_cell(str(c)) for c in table.columns]
+    rows = [[_cell(v) for v in row] for row in table.itertuples(index=False, name=None)]
+    return tabulate(rows, headers=headers, tablefmt="pipe", floatfmt=floatfmt, missingval=missing)
+
+
+def _cell(value: Any) -> Any:
+    if value is None or (isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and math.isnan(value)):
+        return None  # tabulate prints None as its ``missingval``
+    if isinstance(value, str):
+        return _escape_cell(value)
+    return value

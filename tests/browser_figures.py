@@ -1,0 +1,86 @@
+"""Figures and code on the rendered notebook pages (issue 16, items 3-5), for ``tests/test_browser.py``.
+
+Per page, at a given window width, in headless Chromium (same Chromium and flags as
+``browser_helpers``):
+
+- every image in a notebook cell's output sits in a ``<figure>`` whose ``<figcaption>`` carries a
+  number ("Fig. 3.2") and text: ``uncaptioned image: <src>``;
+- every such image is shown at least ``min(natural width, column)`` wide, where the column is the
+  width ``dpbayes.figures.BOOK_COLUMN_PX`` the legibility check of the stored figures assumes:
+  ``figure shown narrower than assumed``;
+- no code block is wider than its box (folded cells are opened first, so hidden code counts):
+  ``code wider than the column: <px>``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from browser_helpers import CHROMIUM_FLAGS, chromium_path, serve
+
+UNCAPTIONED = "uncaptioned image"
+NARROW_FIGURE = "figure shown narrower than assumed"
+WIDE_CODE = "code wider than the column"
+
+_JS = """
+async () => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  await Promise.all(Array.from(document.images).map(img => img.complete ? null :
+      new Promise(r => { img.addEventListener('load', r); img.addEventListener('error', r); })));
+  const article = document.querySelector('article, main, [role=main]') || document.body;
+  const images = Array.from(article.querySelectorAll('.cell_output img, .output img, img.figure-output'))
+    .map(img => {
+      const fig = img.closest('figure');
+      const cap = fig ? fig.querySelector('figcaption') : null;
+      return {src: img.getAttribute('src'), shown: img.getBoundingClientRect().width, natural: img.naturalWidth,
+              number: cap ? (cap.querySelector('.caption-number') || {}).textContent || '' : '',
+              caption: cap ? cap.textContent.trim() : ''};
+    });
+  const code = Array.from(article.querySelectorAll('pre'))
+    .filter(p => p.getClientRects().length > 0)
+    .map(p => ({over: p.scrollWidth - p.clientWidth, width: p.scrollWidth, box: p.clientWidth,
+                first: (p.textContent.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '')).slice(0, 90)}));
+  return {images, code};
+}
+"""
+
+
+def notebook_pages(root: Path) -> list[str]:
+    """Pages made from notebooks: those with Jupyter cells."""
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.html")
+                  if "_static" not in p.parts and 'class="cell docutils container' in p.read_text(encoding="utf-8"))
+
+
+def figure_and_code_problems(root: Path, pages: list[str], width: int, column_px: float | None = None,
+                             screenshot_dir: Path | None = None) -> dict[str, list[str]]:
+    """``{page: [problems]}`` for ``pages`` opened in a window ``width`` px wide.
+
+    ``column_px``: the column width the figure legibility check assumes (checked only if given).
+    """
+    from playwright.sync_api import sync_playwright
+
+    problems: dict[str, list[str]] = {}
+    with serve(root) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+        try:
+            page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
+            for rel in pages:
+                page.goto(base + rel, wait_until="load", timeout=30_000)
+                state = page.evaluate(_JS)
+                found = []
+                for img in state["images"]:
+                    if not img["number"].strip() or len(img["caption"]) <= len(img["number"]) + 10:
+                        found.append(f"{UNCAPTIONED}: {img['src']}")
+                    if column_px is not None and img["shown"] + 1 < min(img["natural"], column_px):
+                        found.append(f"{NARROW_FIGURE}: {img['src']} shown {img['shown']:.0f} px, natural "
+                                     f"{img['natural']} px, column assumed {column_px:.0f} px")
+                for block in state["code"]:
+                    if block["over"] > 1:
+                        found.append(f"{WIDE_CODE}: {block['width']} px in a {block['box']} px box: {block['first']!r}")
+                problems[rel] = found
+                if screenshot_dir is not None:
+                    screenshot_dir.mkdir(parents=True, exist_ok=True)
+                    page.screenshot(path=str(screenshot_dir / f"{rel.replace('/', '__')[:-5]}-{width}.png"), full_page=True)
+        finally:
+            browser.close()
+    return problems
