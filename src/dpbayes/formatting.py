@@ -12,7 +12,7 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
-from .validation import check_int, check_positive
+from dpbayes.validation import check_int, check_positive
 
 __all__ = ["format_to_accuracy", "markdown_table", "MISSING"]
 
