@@ -611,6 +611,8 @@ def _cluster(scheduler: str | None, several: bool) -> Iterator[Any]:
         return
     if several:
         with executors.connect(scheduler) as client:
+            if scheduler.startswith("local:"):
+                print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
             yield client
         return
     if not scheduler.startswith("local:"):

@@ -31,6 +31,8 @@ __all__ = ["SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler",
            "check_versions", "map_on_cluster", "PINNED_PACKAGES"]
 
 SCHEDULER_ENV = "DPBAYES_SCHEDULER"
+#: Seconds to wait for the scheduler to answer and for a first worker to be connected.
+CONNECT_TIMEOUT = 10.0
 
 #: Packages whose versions must be the same on the client and on every worker: the library, what
 #: computes the numbers, what executes notebooks, and what moves tasks and results.
@@ -95,16 +97,17 @@ def check_versions(client: Any, packages: Sequence[str] = PINNED_PACKAGES) -> No
 
 
 @contextlib.contextmanager
-def connect(scheduler: str, timeout: float = 10.0) -> Iterator[Any]:
+def connect(scheduler: str, timeout: float | None = None) -> Iterator[Any]:
     """A ``distributed.Client`` for ``scheduler`` (checked, reachable, with workers of the same versions).
 
     ``local:N`` starts a ``LocalCluster`` of N single-threaded worker processes for the duration.
     Raises :class:`SchedulerError` (one line) when the scheduler is unreachable within ``timeout``
-    seconds, no worker connects within ``timeout`` seconds, or a worker's versions differ.
+    seconds (default :data:`CONNECT_TIMEOUT`), no worker connects within ``timeout`` seconds, or a worker's versions differ.
     """
     import distributed
 
     address = check_scheduler(scheduler)
+    timeout = CONNECT_TIMEOUT if timeout is None else timeout
     with contextlib.ExitStack() as stack:
         local = _LOCAL.match(address)
         if local:
