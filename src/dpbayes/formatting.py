@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from .validation import check_int, check_positive
+from dpbayes.validation import check_int, check_positive
 
 __all__ = ["format_to_accuracy"]
 
