@@ -260,3 +260,74 @@ def test_chapter_notebooks_are_numbered_n_1_n_2(root: Path) -> None:
             assert text.startswith(f"{chapter}.{child}. "), (href, text)
             assert not re.match(r"^[\d.]+ \d\d[a-z] ", text), text  # no "03a —" title prefix
     assert chapter >= 4, entries
+
+
+# --------------------------------------------------------------------------------------------
+# Wide tables at 1300 and 800 px, and the screenshot artefact (issue 16, item 2)
+# --------------------------------------------------------------------------------------------
+from browser_layout import CLIPPED_TABLE, check_layout  # noqa: E402
+from browser_helpers import CHROMIUM_FLAGS, serve  # noqa: E402
+
+SCREENSHOTS = os.environ.get("DPBAYES_SCREENSHOTS")  # `make browser`: _build/browser/screenshots
+WIDTHS = (1300, 800)
+
+
+def _layout(root: Path, pages: list[str], screenshot_dir: Path | None = None, height: int = 900):
+    from playwright.sync_api import sync_playwright
+
+    with serve(root) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+        try:
+            return check_layout(base, pages, WIDTHS, height, screenshot_dir, browser)
+        finally:
+            browser.close()
+
+
+@needs_book
+def test_tables_readable_at_1300_and_800_px(root: Path) -> None:
+    """No table is cut off without a scrollbar in view; full-page screenshots of every page at both widths."""
+    pages = [p for p in html_pages(root) if 'http-equiv="refresh"' not in (root / p).read_text(encoding="utf-8")]
+    shots = Path(SCREENSHOTS) if SCREENSHOTS else None
+    problems, measured = _layout(root, pages, shots)
+    widest = sorted(((max(t["width"] for t in ts), key) for key, ts in measured.items() if ts), reverse=True)[:8]
+    print("\nwidest tables (px, page@window width): " + ", ".join(f"{w} {k}" for w, k in widest))
+    if shots:
+        print(f"screenshots of {len(pages)} pages at {WIDTHS} px: {shots}")
+    assert not any(problems.values()), "tables cut off:\n" + report(problems)
+
+
+WIDE_CELLS = "".join(f"<td>column{i}_with_a_long_unbreakable_value_{i}</td>" for i in range(8))
+LAYOUT_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title>
+<style>body {{ margin: 0; }} .col {{ width: 600px; }} td {{ white-space: nowrap; }}</style></head><body><div class="col">
+{table}
+</div></body></html>"""
+TABLE = "<table><tr><th>{name}</th></tr><tr>" + WIDE_CELLS + "</tr>{rows}</table>"
+
+
+def _page(name: str, wrapper: str, rows: int = 0) -> str:
+    table = TABLE.format(name=name, rows="<tr><td>row</td></tr>" * rows)
+    return LAYOUT_PAGE.format(table=wrapper.format(table=table))
+
+
+@needs_chromium
+def test_clipped_table_check_fails_on_a_broken_page(tmp_path: Path) -> None:
+    """Hidden overflow, a scroll box taller than the window, a table past the window: each fails; a short scroll box passes."""
+    cases = {
+        "hidden.html": _page("hidden", '<div style="overflow-x: hidden">{table}</div>'),
+        "tall.html": _page("tall", '<div style="overflow-x: auto">{table}</div>', rows=80),
+        "past.html": _page("past", "{table}"),
+        "short.html": _page("short", '<div style="overflow-x: auto">{table}</div>'),
+        "capped.html": _page("capped", '<div style="overflow: auto; max-height: 80vh">{table}</div>', rows=80),
+        "narrow.html": LAYOUT_PAGE.format(table="<table><tr><th>narrow</th></tr><tr><td>1</td></tr></table>"),
+    }
+    for name, html in cases.items():
+        (tmp_path / name).write_text(html, encoding="utf-8")
+    problems, _ = _layout(tmp_path, list(cases))
+    for bad in ("hidden.html", "tall.html", "past.html"):
+        assert len(problems[bad]) == len(WIDTHS), (bad, problems[bad])
+        assert all(p.startswith(CLIPPED_TABLE) for p in problems[bad]), problems[bad]
+    assert "no scrollbar" in problems["hidden.html"][0], problems["hidden.html"]
+    assert "below the" in problems["tall.html"][0], problems["tall.html"]
+    assert "past the right edge" in problems["past.html"][0], problems["past.html"]
+    for good in ("short.html", "capped.html", "narrow.html"):
+        assert problems[good] == [], (good, problems[good])
