@@ -51,7 +51,7 @@ book: $(STAMP) $(BOOK_STAMP)
 test: unit notebooks figures notebooks-narrow figures-narrow browser
 
 unit: $(STAMP) $(BOOK_STAMP)
-	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --ignore=tests/test_browser.py
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --ignore=tests/test_browser.py
 
 notebooks: $(STAMP)
 	rm -rf $(FRESH_FIGURES)

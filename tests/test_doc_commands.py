@@ -9,7 +9,12 @@ The fenced ``bash`` blocks of README.md, rerun.md and CONTRIBUTING.md, and the e
 * ``python -m dpbayes params|verify-run ...``: executed (``verify-run`` with ``--dry-run``);
 * ``python -m dpbayes store-run RUN --as LABEL``: ``RUN`` must be the directory that the ``run``
   command before it in the same block plans, and ``LABEL`` a valid label not stored yet (or ``--force``);
-* ``make TARGET``: ``make -n TARGET`` must succeed (the target exists; nothing is built).
+* ``make TARGET``: ``make -n TARGET`` must succeed (the target exists; nothing is built);
+* ``.venv/bin/dask scheduler|worker ...`` (starting a Dask cluster, see rerun.md): the arguments are
+  parsed by Dask's own command-line parser, which must accept every option and value; nothing starts.
+  A ``run``/``verify-run`` with ``--scheduler ADDRESS`` is checked with ``--dry-run`` like any other,
+  which validates the address but does not contact it (``tests/test_dask.py`` runs them on a real
+  loopback cluster).
 
 A command of any other form fails the test, so a new kind of example needs a rule here.
 """
@@ -82,6 +87,22 @@ def _dpbayes(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dpbayes", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
+def _check_dask_command(name: str, argv: list[str]) -> None:
+    """``dask scheduler|worker ARGS`` parsed by Dask's click command, without starting anything."""
+    import click
+
+    from distributed.cli import dask_scheduler, dask_worker
+
+    commands = {"scheduler": dask_scheduler.main, "worker": dask_worker.main}
+    assert argv[1] in commands, f"{name}: no rule for `{' '.join(argv)}`"
+    try:
+        ctx = commands[argv[1]].make_context(f"dask {argv[1]}", list(argv[2:]))
+    except click.ClickException as exc:
+        pytest.fail(f"{name}: `{' '.join(argv)}`: {exc.format_message()}")
+    # `dask worker` passes unknown options on to preload scripts instead of refusing them
+    assert not ctx.params.get("preload_argv"), f"{name}: `{' '.join(argv)}`: unknown options {ctx.params['preload_argv']}"
+
+
 def _top_level() -> list[str]:
     return sorted(os.listdir(ROOT))
 
@@ -95,6 +116,9 @@ def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str
         if argv[0] == "make":
             result = subprocess.run(["make", "-n", *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=60)
             assert result.returncode == 0, f"{name}: `{shown}`: {result.stderr.strip()}"
+            continue
+        if argv[0] == ".venv/bin/dask":
+            _check_dask_command(name, argv)
             continue
         assert argv[:3] == [".venv/bin/python", "-m", "dpbayes"], f"{name}: no rule for the command `{shown}`"
         assert (ROOT / argv[0]).parent.name == "bin"

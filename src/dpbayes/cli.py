@@ -8,6 +8,7 @@ python -m dpbayes run chapters/01-ubapp --update-stored
 python -m dpbayes params chapters/
 python -m dpbayes store-run runs/03b-smc-simulated-1a2b3c4d --as paper-n
 python -m dpbayes verify-run figures/03-adaptive-truncation/runs/paper-n
+python -m dpbayes run chapters/04-counting-queries -p eps 0.1,0.5,1 --scheduler tcp://HOST:8786
 
 Every value is validated against the notebook's ``parameters`` cell before a kernel starts; a bad
 value prints one line naming the parameter and what is allowed, and exits with status 2 without
@@ -19,6 +20,12 @@ A run with non-default parameters that is too slow for CI (a chapter's paper-sca
 can be kept beside the stored figures with ``store-run`` (``figures/<chapter>/runs/<label>/``: its
 figures, scalar results and a ``run.json`` manifest with the notebook and parameters); anyone can
 re-execute it and compare against what is stored with ``verify-run``.
+
+``--scheduler ADDRESS`` (or ``local:N``) uses a Dask cluster (:mod:`dpbayes.executors`): several
+notebooks (a sweep, a chapter) run as cluster tasks, each shipped to a worker with its parameters and
+sent back as data (executed notebook, figures, results), which this process writes with the same
+atomic renames; a single notebook runs here and its own parallel loops (chapter 3's replicates) run
+on the cluster through ``DPBAYES_SCHEDULER``.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from dpbayes._io import atomic_path
-from dpbayes import __version__
+from dpbayes import __version__, executors
 from dpbayes.figures import (
     FIGURES_ENV,
     NOTEBOOK_ENV,
@@ -465,7 +472,8 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
     return outcomes
 
 
-def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int | None) -> _Worker:
+def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int | None,
+                  drop_env: tuple[str, ...] = ()) -> _Worker:
     job.run_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
     spec_path, outcome, log = (control / f"{index}.{suffix}" for suffix in ("json", "outcome", "log"))
@@ -475,7 +483,7 @@ def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int 
     spec = {"notebook": str(job.notebook), "values": job.values, "run_dir": str(job.run_dir), "chapter": job.chapter,
             "work": str(work), "progress": show, "timeout": timeout, "outcome": str(outcome), "terminal_fd": terminal}
     spec_path.write_text(json.dumps(spec))
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)}
+    env = {k: v for k, v in os.environ.items() if k not in drop_env} | {"JUPYTER_RUNTIME_DIR": str(runtime)}
     try:
         with log.open("w") as log_fh:
             # a session of its own: the terminal's Ctrl-C reaches this process only, which stops the workers
@@ -500,6 +508,125 @@ def _collect(w: _Worker) -> dict[str, Any]:
         last = lines[-1].strip() if lines else ""
         outcome = {"run_dir": str(w.job.run_dir) + "-failed", "status": f"failed: worker exited with code {w.proc.returncode}{': ' + last if last else ''}"}
     return outcome
+
+
+# --------------------------------------------------------------------------------------------
+# running notebooks as tasks of a Dask cluster (--scheduler with several notebooks)
+# --------------------------------------------------------------------------------------------
+def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapter: str, run_name: str,
+                       timeout: int | None, cancel: str) -> dict[str, Any]:
+    """A cluster task: execute one notebook (shipped as bytes) in a scratch directory of the worker,
+    exactly as a local run does (a worker process of its own, see :func:`_start_worker`), and return
+    its status and files as data. The kernel does not use the cluster itself (no ``DPBAYES_SCHEDULER``).
+    The Dask ``Event`` named ``cancel`` stops it (the client's Ctrl-C)."""
+    import distributed
+
+    top = Path(tempfile.mkdtemp(prefix="dpbayes-task-"))
+    try:
+        (top / "notebook").mkdir()
+        (top / "control").mkdir()
+        (top / "notebook" / name).write_bytes(notebook)
+        job = Job(top / "notebook" / name, values, top / "runs" / run_name, chapter)
+        w = _start_worker(job, top / "control", 0, False, timeout, drop_env=(executors.SCHEDULER_ENV,))
+        stop = distributed.Event(cancel)
+        while True:
+            try:
+                w.proc.wait(timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                if stop.is_set():
+                    _kill_tree([w])
+                    return {"status": "stopped (interrupted)", "files": {}}
+        outcome = _collect(w)
+        final = Path(outcome["run_dir"])
+        files = {p.relative_to(final).as_posix(): p.read_bytes() for p in sorted(final.rglob("*")) if p.is_file()}
+        return {"status": outcome["status"], "files": files}
+    except Exception as exc:  # noqa: BLE001 - reported as the run's status
+        return {"status": f"failed: {type(exc).__name__}: {exc}".splitlines()[0], "files": {}}
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _write_returned(job: Job, result: dict[str, Any]) -> dict[str, Any]:
+    """Write the files a cluster task returned into a temporary directory, then rename it into place."""
+    status = result["status"]
+    final = job.run_dir if status == "ok" else job.run_dir.with_name(job.run_dir.name + "-failed")
+    job.run_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
+    try:
+        for rel, data in result["files"].items():
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            (work / rel).write_bytes(data)
+        (work / "params.json").write_text(  # as a local run writes it: this machine's notebook path
+            json.dumps({"notebook": str(job.notebook), "parameters": job.values}, indent=1, sort_keys=True) + "\n")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(work, final)
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+    return {"run_dir": str(final), "status": status}
+
+
+def run_jobs_on_cluster(client: Any, jobs: list[Job], progress: bool, timeout: int | None) -> dict[Path, dict[str, Any]]:
+    """Like :func:`run_jobs`, with every notebook a task of the Dask cluster of ``client``.
+
+    Each finished task is written under its run directory as it arrives. Ctrl-C or SIGTERM cancels the
+    run's tasks on the cluster (queued ones never start, running ones stop their kernel) and raises
+    :class:`Interrupted`; a task that lost its worker too often raises :class:`executors.WorkerLost`.
+    """
+    import uuid
+
+    import distributed
+    from tqdm import tqdm
+
+    outcomes: dict[Path, dict[str, Any]] = {}
+    cancel = distributed.Event(f"dpbayes-cancel-{uuid.uuid4().hex}", client=client)
+    tasks = [(j.notebook.name, j.notebook.read_bytes(), j.values, j.chapter, j.run_dir.name, timeout, cancel.name) for j in jobs]
+    bar = tqdm(total=len(jobs), desc="notebooks (Dask)", disable=not progress, leave=False)
+
+    def done(i: int, result: dict[str, Any]) -> None:
+        outcomes[jobs[i].run_dir] = _write_returned(jobs[i], result)
+        bar.update(1)
+
+    old_term = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        executors.map_on_cluster(client, _execute_on_worker, tasks, done=done, label="notebook")
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        cancel.set()
+        raise Interrupted(outcomes, [j.run_dir for j in jobs if j.run_dir not in outcomes]) from None
+    finally:
+        bar.close()
+        signal.signal(signal.SIGTERM, old_term)
+    return outcomes
+
+
+@contextlib.contextmanager
+def _cluster(scheduler: str | None, several: bool) -> Iterator[Any]:
+    """The Dask client for ``several`` notebooks as tasks, or None; a single notebook runs here with
+    ``DPBAYES_SCHEDULER`` set for its kernel (checked first, unless it is a ``local:N`` the kernel starts)."""
+    if scheduler is None:
+        yield None
+        return
+    if several:
+        with executors.connect(scheduler) as client:
+            if scheduler.startswith("local:"):
+                print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
+            yield client
+        return
+    if not scheduler.startswith("local:"):
+        with executors.connect(scheduler):
+            pass  # reachable, with workers of the same versions
+    old = os.environ.get(executors.SCHEDULER_ENV)
+    os.environ[executors.SCHEDULER_ENV] = scheduler
+    try:
+        yield None
+    finally:
+        if old is None:
+            os.environ.pop(executors.SCHEDULER_ENV, None)
+        else:
+            os.environ[executors.SCHEDULER_ENV] = old
 
 
 def store(job: Job, run_dir: Path, root: Path, refresh_volatile: bool = False) -> list[str]:
@@ -643,11 +770,13 @@ def plan_verify(stored: Path) -> tuple[dict[str, Any], Path, dict[str, Any]]:
     return manifest, notebook, full_values(notebook, declared, values)
 
 
-def verify_run(stored: Path, out_base: Path, progress: bool, timeout: int | None) -> tuple[str, list[FigureDifference]]:
+def verify_run(stored: Path, out_base: Path, progress: bool, timeout: int | None,
+               scheduler: str | None = None) -> tuple[str, list[FigureDifference]]:
     """Re-execute a stored run from its manifest and compare figures and scalar results with it."""
     manifest, notebook, values = plan_verify(stored)
     job = Job(notebook, values, out_base / f"verify-{manifest['label']}-{params_hash(notebook, values)}", notebook.parent.name)
-    outcome = run_jobs([job], 1, progress, timeout)[job.run_dir]
+    with _cluster(scheduler, several=False):
+        outcome = run_jobs([job], 1, progress, timeout)[job.run_dir]
     if outcome["status"] != "ok":
         return outcome["run_dir"], [FigureDifference(manifest["label"], "*", outcome["status"])]
     fresh = Path(outcome["run_dir"]) / "figures"
@@ -672,14 +801,17 @@ def cmd_store_run(args: argparse.Namespace) -> int:
 def cmd_verify_run(args: argparse.Namespace) -> int:
     out_base = check_out_dir(Path(args.out) if args.out else repo_root() / "runs")
     check_timeout(args.timeout)
+    scheduler = executors.check_scheduler(args.scheduler, "--scheduler") if args.scheduler else None
     if args.dry_run:
         for stored in args.stored:
             manifest, notebook, values = plan_verify(Path(stored))
-            print(f"would re-run {run_command(manifest['notebook'], values)} and compare with {stored}")
+            where = f" (its parallel loops on the Dask scheduler {scheduler})" if scheduler else ""
+            print(f"would re-run {run_command(manifest['notebook'], values)}{where} and compare with {stored}")
         return 0
     failed = 0
     for stored in args.stored:
-        run_dir, problems = verify_run(Path(stored), out_base, progress=not args.quiet, timeout=args.timeout)
+        run_dir, problems = verify_run(Path(stored), out_base, progress=not args.quiet, timeout=args.timeout,
+                                       scheduler=scheduler)
         print(f"{'ok' if not problems else 'DIFFERS':>7}  {stored}  (re-run in {run_dir})")
         for p in problems:
             print(f"         {p}")
@@ -743,6 +875,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise ParameterError(f"--jobs must be an integer >= 1, got {args.jobs}")
     check_timeout(args.timeout)
+    scheduler = executors.check_scheduler(args.scheduler, "--scheduler") if args.scheduler else None
     if args.refresh_volatile and not args.update_stored:
         raise ParameterError("--refresh-volatile only applies with --update-stored")
     out_base = check_out_dir(Path(args.out) if args.out else root / "runs")  # the kernel runs in the chapter folder
@@ -756,20 +889,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"would run {job.notebook} {_describe(job.values)} -> {os.path.relpath(job.run_dir)}")
         if is_sweep:
             print(f"would write {os.path.relpath(jobs[0].run_dir.parent / 'summary.csv')}")
+        if scheduler:
+            print(f"on the Dask scheduler {scheduler}: " + ("each notebook a task" if len(jobs) > 1 else
+                                                            "the notebook here, its parallel loops as tasks"))
         return 0
 
-    base = jobs[0].run_dir.parent
-    created = [d for d in (base, *base.parents) if not d.exists()]  # removed again if nothing is kept
-    try:
-        base.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ParameterError(f"cannot create {base}: {exc.strerror or exc}") from None
-    try:
-        outcomes = run_jobs(jobs, args.jobs, progress=not args.quiet, timeout=args.timeout)
-    except Interrupted as stop:
-        bar_open = not args.quiet and (args.jobs == 1 or len(jobs) == 1)  # papermill's bar ends without a newline
-        print(("\n" if bar_open else "") + _interrupted(stop, jobs, is_sweep, created), file=sys.stderr)
-        return 130
+    with _cluster(scheduler, several=len(jobs) > 1) as client:  # checked before anything is written
+        base = jobs[0].run_dir.parent
+        created = [d for d in (base, *base.parents) if not d.exists()]  # removed again if nothing is kept
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ParameterError(f"cannot create {base}: {exc.strerror or exc}") from None
+        try:
+            if client is not None:
+                outcomes = run_jobs_on_cluster(client, jobs, progress=not args.quiet, timeout=args.timeout)
+            else:
+                outcomes = run_jobs(jobs, args.jobs, progress=not args.quiet, timeout=args.timeout)
+        except Interrupted as stop:
+            bar_open = not args.quiet and client is None and (args.jobs == 1 or len(jobs) == 1)  # papermill's bar ends without a newline
+            print(("\n" if bar_open else "") + _interrupted(stop, jobs, is_sweep, created), file=sys.stderr)
+            return 130
 
     failed = 0
     for job in jobs:
@@ -860,6 +1000,10 @@ def _split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     return rest, pairs
 
 
+SCHEDULER_HELP = ("run on a Dask cluster: tcp://HOST:PORT of a running `dask scheduler`, or local:N for a LocalCluster "
+                  "of N processes; several notebooks run as tasks, a single notebook's parallel loops do")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m dpbayes", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -875,6 +1019,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --update-stored: also replace the stored outputs of timing cells (# NBVAL_IGNORE_OUTPUT)")
     run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds, >= 1 (default: none)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
     run.add_argument("--dry-run", action="store_true",
                      help="validate the parameters and print the planned runs; execute and write nothing")
     run.set_defaults(func=cmd_run)
@@ -891,6 +1036,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--out", help="base directory for the re-runs (default: runs/)")
     verify.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds, >= 1 (default: none)")
     verify.add_argument("--quiet", action="store_true", help="no progress bar")
+    verify.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
     verify.add_argument("--dry-run", action="store_true", help="check the manifests and print the re-runs; execute nothing")
     verify.set_defaults(func=cmd_verify_run)
     return parser
@@ -905,9 +1051,12 @@ def main(argv: list[str] | None = None) -> int:
                 raise ParameterError("-p is an option of `run` only")
             args.param = (args.param or []) + [list(p) for p in pairs]
         return int(args.func(args))
-    except ParameterError as exc:
+    except (ParameterError, executors.SchedulerError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except executors.WorkerLost as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted: nothing was stored", file=sys.stderr)
         return 130

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpbayes import mcmc, smc, truncation
+from dpbayes import executors, mcmc, smc, truncation
 from dpbayes.validation import check_choice, check_int, check_positive
 
 __all__ = ["METHODS", "Replicate", "StudyConfig", "run_replicate", "simulation_study"]
@@ -197,6 +197,7 @@ def simulation_study(
     n_runs: int,
     n_jobs: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    scheduler: str | None = None,
 ) -> list[Replicate]:
     """All replicates ``(eps, run)`` of the study; run 0 of each eps keeps its latent-x SMC results.
 
@@ -209,10 +210,17 @@ def simulation_study(
         Replicates per eps (paper: 30).
     n_jobs : int
         Worker processes. The result is identical for every ``n_jobs`` (each replicate seeds
-        itself); with ``n_jobs = 1`` everything runs in this process.
+        itself); with ``n_jobs = 1`` everything runs in this process. Ignored on a cluster.
     progress : callable, optional
         Called as ``progress(0, total)`` before the first replicate (so that a progress bar's clock
-        starts with the work) and as ``progress(done, total)`` after each one.
+        starts with the work) and as ``progress(done, total)`` after each one (on a cluster: after
+        each finished cluster task).
+    scheduler : str, optional
+        Run the replicates on a Dask cluster: a scheduler address (``"tcp://HOST:8786"``) or
+        ``"local:N"`` (a ``LocalCluster`` of N processes); see :mod:`dpbayes.executors`. Without it the
+        environment variable ``DPBAYES_SCHEDULER`` is used if set (so a notebook run by papermill
+        uses a cluster without a new parameter), else ``n_jobs`` local processes. The numbers are the
+        same everywhere.
 
     Returns
     -------
@@ -227,6 +235,7 @@ def simulation_study(
         raise ValueError(f"b_grid needs one half-width per entry of eps_grid ({len(eps_list)}), got {len(b_list)}")
     check_int("n_runs", n_runs, minimum=1)
     check_int("n_jobs", n_jobs, minimum=1)
+    address = executors.resolve_scheduler(scheduler)
     tasks = [(config, eps, b, i, run, run == 0) for i, (eps, b) in enumerate(zip(eps_list, b_list)) for run in range(n_runs)]
     if progress is not None:
         progress(0, len(tasks))
@@ -239,6 +248,17 @@ def simulation_study(
                 progress(len(out), len(tasks))
         return out
 
+    if address is not None:
+        finished = 0
+
+        def count(index: int, replicate: Replicate) -> None:
+            nonlocal finished
+            finished += 1
+            if progress is not None:
+                progress(finished, len(tasks))
+
+        with executors.connect(address) as client:
+            return executors.map_on_cluster(client, run_replicate, tasks, done=count, label="replicate")
     if n_jobs == 1:
         return collect(run_replicate(*task) for task in tasks)  # lazily: progress follows the work
     # spawn, not fork: the caller may be a Jupyter kernel with live threads

@@ -1,0 +1,165 @@
+"""Where independent tasks run: this process, local worker processes, or a Dask cluster.
+
+The parallel loops of the library (the replicates of :func:`dpbayes.smc_study.simulation_study`) and
+the run command's notebooks are lists of independent tasks, each seeding itself from its parameters,
+so the numbers do not depend on where a task runs. This module says where they run:
+
+* nothing given: as before (this process, or ``n_jobs`` local processes);
+* a *scheduler*: ``"tcp://HOST:PORT"`` (any address of a running ``dask scheduler`` with workers
+  connected: ``dask worker tcp://HOST:PORT``), or ``"local:N"`` for a ``distributed.LocalCluster`` of
+  N worker processes on this machine (with the Dask dashboard);
+* the environment variable ``DPBAYES_SCHEDULER`` gives the scheduler when the caller gives none, so a
+  notebook executed by papermill uses a cluster without a new parameter.
+
+A worker needs the same ``dpbayes`` and the same versions of the pinned packages
+(``requirements.txt``) as the client, and nothing else: no working tree, no shared directory (tasks
+and results travel as data). :func:`connect` checks the versions before any task is submitted.
+A task whose worker dies is re-run on another worker by the scheduler (up to Dask's
+``distributed.scheduler.allowed-failures`` times); beyond that the run fails with
+:class:`WorkerLost`. Ctrl-C while waiting cancels every task of the run on the cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+__all__ = ["SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler", "check_scheduler", "connect",
+           "check_versions", "map_on_cluster", "PINNED_PACKAGES"]
+
+SCHEDULER_ENV = "DPBAYES_SCHEDULER"
+#: Seconds to wait for the scheduler to answer and for a first worker to be connected.
+CONNECT_TIMEOUT = 10.0
+
+#: Packages whose versions must be the same on the client and on every worker: the library, what
+#: computes the numbers, what executes notebooks, and what moves tasks and results.
+PINNED_PACKAGES = ("dpbayes", "numpy", "scipy", "cvxpy", "matplotlib", "pandas", "papermill", "nbclient",
+                   "ipykernel", "dask", "distributed", "cloudpickle", "msgpack", "tornado")
+
+_ADDRESS = re.compile(r"^(?:(?P<scheme>tcp|tls|ws|wss)://)?(?P<host>\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-_]+):(?P<port>\d{1,5})$")
+_LOCAL = re.compile(r"^local:(?P<n>\d+)$")
+
+
+class SchedulerError(ValueError):
+    """The scheduler cannot be used (bad address, unreachable, no workers, version mismatch): one line."""
+
+
+class WorkerLost(RuntimeError):
+    """A task lost its worker more often than the scheduler allows; nothing of it was written."""
+
+
+def resolve_scheduler(scheduler: str | None) -> str | None:
+    """``scheduler``, else ``$DPBAYES_SCHEDULER``, else None (local execution); checked."""
+    if scheduler is None:
+        scheduler = os.environ.get(SCHEDULER_ENV) or None
+        if scheduler is None:
+            return None
+        return check_scheduler(scheduler, SCHEDULER_ENV)
+    return check_scheduler(scheduler)
+
+
+def check_scheduler(text: str, name: str = "scheduler") -> str:
+    """A scheduler address ``[tcp://]HOST:PORT`` or ``local:N``; raises :class:`SchedulerError` otherwise."""
+    if not isinstance(text, str):
+        raise SchedulerError(f"{name} must be an address such as tcp://HOST:8786 or local:N, got {text!r}")
+    local = _LOCAL.match(text)
+    if local:
+        if not 1 <= int(local["n"]) <= 256:
+            raise SchedulerError(f"{name} local:N needs N workers in [1, 256], got {text!r}")
+        return text
+    m = _ADDRESS.match(text)
+    if not m or not 1 <= int(m["port"]) <= 65535:
+        raise SchedulerError(f"{name} must be a Dask scheduler address such as tcp://HOST:8786 or local:N, got {text!r}")
+    return text if m["scheme"] else f"tcp://{text}"
+
+
+def _client_versions(packages: Sequence[str]) -> dict[str, str | None]:
+    from distributed.versions import get_versions
+
+    return dict(get_versions(list(packages))["packages"])
+
+
+def check_versions(client: Any, packages: Sequence[str] = PINNED_PACKAGES) -> None:
+    """Raise :class:`SchedulerError` naming the first package whose version differs on a worker."""
+    mine = _client_versions(packages)
+    theirs = client.get_versions(packages=list(packages))
+    for address, info in sorted(theirs["workers"].items()):
+        pkgs = info.get("packages", {}) if isinstance(info, dict) else {}
+        for pkg in ("python", *packages):
+            want, got = mine.get(pkg), pkgs.get(pkg)
+            if want != got:
+                raise SchedulerError(
+                    f"Dask worker {address} has {pkg} {got or 'not installed'}, this client has {pkg} "
+                    f"{want or 'not installed'}; every worker needs the same dpbayes and pinned packages (requirements.txt)")
+
+
+@contextlib.contextmanager
+def connect(scheduler: str, timeout: float | None = None) -> Iterator[Any]:
+    """A ``distributed.Client`` for ``scheduler`` (checked, reachable, with workers of the same versions).
+
+    ``local:N`` starts a ``LocalCluster`` of N single-threaded worker processes for the duration.
+    Raises :class:`SchedulerError` (one line) when the scheduler is unreachable within ``timeout``
+    seconds (default :data:`CONNECT_TIMEOUT`), no worker connects within ``timeout`` seconds, or a worker's versions differ.
+    """
+    import distributed
+
+    address = check_scheduler(scheduler)
+    timeout = CONNECT_TIMEOUT if timeout is None else timeout
+    with contextlib.ExitStack() as stack:
+        local = _LOCAL.match(address)
+        if local:
+            cluster = stack.enter_context(distributed.LocalCluster(
+                n_workers=int(local["n"]), threads_per_worker=1, processes=True, dashboard_address=":0"))
+            client = stack.enter_context(distributed.Client(cluster))
+        else:
+            try:
+                client = distributed.Client(address, timeout=timeout)
+            except (OSError, TimeoutError) as exc:
+                raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
+                                     f"({type(exc).__name__}); is `dask scheduler` running there?") from None
+            stack.enter_context(client)
+            try:
+                client.wait_for_workers(1, timeout=timeout)
+            except TimeoutError:
+                raise SchedulerError(f"no Dask worker is connected to {address} (waited {timeout:g} s); "
+                                     f"start one with `dask worker {address}`") from None
+        check_versions(client)
+        yield client
+
+
+def map_on_cluster(client: Any, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]],
+                   done: Callable[[int, Any], None] | None = None, label: str = "dpbayes") -> list[Any]:
+    """``[fn(*task) for task in tasks]`` on the cluster of ``client``, in the order of ``tasks``.
+
+    ``done(index, result)`` is called in this process as each task finishes (in completion order), so
+    a progress bar counts finished cluster tasks and a caller can write each result as it arrives.
+    A task whose worker dies is re-run elsewhere by the scheduler; past Dask's allowed failures this
+    raises :class:`WorkerLost`. On any exception here (Ctrl-C included) every task of this call that has
+    not finished is cancelled on the cluster before the exception propagates.
+    """
+    import uuid
+
+    import distributed
+
+    run = uuid.uuid4().hex[:8]
+    futures = [client.submit(fn, *task, key=f"{label}-{run}-{i}", pure=False) for i, task in enumerate(tasks)]
+    index = {f.key: i for i, f in enumerate(futures)}
+    results: list[Any] = [None] * len(futures)
+    try:
+        for future in distributed.as_completed(futures):
+            i = index[future.key]
+            try:
+                results[i] = future.result()
+            except distributed.KilledWorker as exc:
+                raise WorkerLost(f"task {i + 1} of {len(futures)} lost its Dask worker too often ({exc}); "
+                                 "the run failed and nothing of it was written") from None
+            future.release()
+            if done is not None:
+                done(i, results[i])
+    except BaseException:
+        client.cancel([f for f in futures if not f.done()], force=True)
+        raise
+    return results
