@@ -9,7 +9,7 @@ FRESH_FIGURES_NARROW := _build/test-figures-narrow
 # nbval with numbers compared to a tolerance (tests/nbval_numeric.py; rules in CONTRIBUTING.md)
 NBVAL_FLAGS := --nbval -p tests.nbval_numeric --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
 JOBS ?= 2
-# Offline MathJax 3 for the rendered book (copied into _build/html/_static/mathjax by dpbayes.book).
+# Offline MathJax 3 for the rendered book (copied into _build/html/_static/mathjax by dpbayes.book.sphinx_ext).
 BOOK_PACKAGES := django-static-mathjax==3.2.2.1
 BOOK_STAMP := $(VENV)/.installed-$(subst ==,-,$(BOOK_PACKAGES))
 # The browser test renders the stored notebook outputs (just validated by nbval) without executing.
@@ -39,10 +39,10 @@ $(BOOK_STAMP): $(STAMP)
 
 # jupyter-cache keys a notebook on its code cells only: drop the cache when the library changes,
 # and Sphinx's saved environment too (otherwise unchanged notebooks are not re-read, so not re-run).
-# (src/dpbayes/book.py is the book's Sphinx extension: it does not change any notebook output.)
+# (src/dpbayes/book/sphinx_ext.py is the book's Sphinx extension: it does not change any notebook output.)
 book: $(STAMP) $(BOOK_STAMP)
 	@mkdir -p _build
-	@hash=$$(find src \( -name '*.py' -o -name '*.mplstyle' \) ! -name book.py | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
+	@hash=$$(find src \( -name '*.py' -o -name '*.mplstyle' \) ! -name sphinx_ext.py | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16); \
 	if [ "$$(cat _build/.src-hash 2>/dev/null)" != "$$hash" ]; then \
 	  echo "library changed: clearing the execution cache and Sphinx's environment"; \
 	  rm -rf $(CACHE) _build/.doctrees _build/jupyter_execute; echo $$hash > _build/.src-hash; fi

@@ -6,7 +6,7 @@ Per page, at a given window width, in headless Chromium (same Chromium and flags
 - every image in a notebook cell's output sits in a ``<figure>`` whose ``<figcaption>`` carries a
   number ("Fig. 3.2") and text: ``uncaptioned image: <src>``;
 - every such image is shown at least ``min(natural width, column)`` wide, where the column is the
-  width ``dpbayes.figures.BOOK_COLUMN_PX`` the legibility check of the stored figures assumes:
+  width ``dpbayes.book.figures.BOOK_COLUMN_PX`` the legibility check of the stored figures assumes:
   ``figure shown narrower than assumed``;
 - no code block is wider than its box (folded cells are opened first, so hidden code counts):
   ``code wider than the column: <px>``.

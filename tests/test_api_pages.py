@@ -12,14 +12,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "dpbayes"
-# the book's machinery: not part of the library's API (command line, parameter cells, stored
-# figures, the Sphinx extension, progress bars, file helpers, number formatting for printed tables,
-# constraints between notebook parameters)
-MACHINERY = {"__init__", "__main__", "_io", "book", "cli", "constraints", "figures", "formatting", "params", "progress"}
 
 
 def science_modules() -> list[str]:
-    return sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in MACHINERY)
+    """The public science modules: every top-level module (the machinery lives in dpbayes.book)."""
+    return sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in {"__init__", "__main__"})
 
 
 def toc_files() -> set[str]:

@@ -1,4 +1,4 @@
-"""Tests of dpbayes.book: claims-table parsing, the verdict dashboard, the generated tables, MathJax copy."""
+"""Tests of dpbayes.book.sphinx_ext: claims-table parsing, the verdict dashboard, the generated tables, MathJax copy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dpbayes import book
+from dpbayes.book import sphinx_ext as book
 
 INDEX = """# Toy
 

@@ -299,7 +299,7 @@ from browser_figures import (  # noqa: E402
     notebook_pages,
 )
 
-from dpbayes.figures import BOOK_COLUMN_PX  # noqa: E402
+from dpbayes.book.figures import BOOK_COLUMN_PX  # noqa: E402
 
 
 @needs_book

@@ -15,7 +15,7 @@ seed: int = 3  # seed of numpy.random.default_rng; range [0, inf)
 """
 BODY = """import numpy as np
 import matplotlib.pyplot as plt
-from dpbayes import figures
+from dpbayes.book import figures
 figures.use_style()
 rng = np.random.default_rng(seed)
 noise = rng.laplace(0.0, 1.0 / eps, size=5)

@@ -26,7 +26,8 @@ import pytest
 from test_cli import BODY, PARAMS
 from tiny_book import write_tiny_book
 
-from dpbayes import cli, executors, smc_study
+from dpbayes import executors, smc_study
+from dpbayes.book import cli
 
 pytestmark = pytest.mark.xdist_group("dask")
 

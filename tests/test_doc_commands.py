@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from dpbayes.book import run_examples_markdown
-from dpbayes.figures import STORED_RUNS_DIR
+from dpbayes.book.sphinx_ext import run_examples_markdown
+from dpbayes.book.figures import STORED_RUNS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "rerun.md", "CONTRIBUTING.md")
@@ -134,7 +134,7 @@ def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str
         elif sub == "store-run":
             run_dir, label = args[0], args[args.index("--as") + 1]
             assert run_dir in planned, f"{name}: `{shown}`: {run_dir} is not the run the command before it makes ({planned})"
-            from dpbayes.cli import check_label
+            from dpbayes.book.cli import check_label
 
             check_label(label)
             stored = list((ROOT / "figures").glob(f"*/{STORED_RUNS_DIR}/{label}"))
@@ -150,7 +150,7 @@ def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str
 
 def test_contributing_parameters_example_parses() -> None:
     """The parameters-cell example of CONTRIBUTING.md is valid grammar (it is Python, not shell)."""
-    from dpbayes.params import parse_parameters_source
+    from dpbayes.book.params import parse_parameters_source
 
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     (example,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)

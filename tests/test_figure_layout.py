@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from dpbayes import figures  # noqa: E402
+from dpbayes.book import figures  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 STORED = sorted(p for p in (ROOT / "figures").glob("*/*.json") if not p.name.startswith("results-"))

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from dpbayes import figures  # noqa: E402
+from dpbayes.book import figures  # noqa: E402
 
 STORED = Path(__file__).resolve().parents[1] / "figures"
 

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from dpbayes.formatting import format_to_accuracy
+from dpbayes.book.formatting import format_to_accuracy
 
 
 def test_exact_zero_prints_zero():
@@ -39,7 +39,7 @@ def test_bad_accuracy_or_digits_is_rejected(kwargs, match):
 import pandas as pd  # noqa: E402
 from markdown_it import MarkdownIt  # noqa: E402
 
-from dpbayes.formatting import MISSING, markdown_table  # noqa: E402
+from dpbayes.book.formatting import MISSING, markdown_table  # noqa: E402
 
 
 def rendered_rows(markdown: str) -> list[list[str]]:

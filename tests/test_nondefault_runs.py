@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from dpbayes import counting
-from dpbayes.params import notebook_parameters
+from dpbayes.book.params import notebook_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 

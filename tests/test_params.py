@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from dpbayes.params import ParameterError, notebook_parameters, parse_parameters_source, validate_overrides
+from dpbayes.book.params import ParameterError, notebook_parameters, parse_parameters_source, validate_overrides
 
 CELL = """eps: float = 1.0  # privacy parameter epsilon; range (0, inf)
 K: int = 100  # number of Bernoulli trials; range [1, 100000]

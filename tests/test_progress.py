@@ -1,4 +1,4 @@
-"""dpbayes.progress and the run command's second progress bar."""
+"""dpbayes.book.progress and the run command's second progress bar."""
 
 import json
 import subprocess
@@ -9,8 +9,8 @@ import nbformat
 import pytest
 from tiny_book import write_tiny_book
 
-from dpbayes import progress
-from dpbayes.cli import LoopProgressBar
+from dpbayes.book import progress
+from dpbayes.book.cli import LoopProgressBar
 
 
 def test_no_listener_no_callback(monkeypatch):
@@ -53,7 +53,7 @@ def test_bar_follows_the_reports_and_resets_for_a_new_loop(tmp_path):
     assert watcher._bar.desc.startswith("second")
 
 
-LOOP_NOTEBOOK = """from dpbayes import progress
+LOOP_NOTEBOOK = """from dpbayes.book import progress
 report = progress.reporter("demo loop")
 for i in range(3):
     if report is not None:

@@ -17,8 +17,8 @@ import nbformat
 import pytest
 from tiny_book import write_tiny_book
 
-from dpbayes.figures import compare_figure_json
-from dpbayes.params import ParameterError, notebook_parameters, parse_parameters_source
+from dpbayes.book.figures import compare_figure_json
+from dpbayes.book.params import ParameterError, notebook_parameters, parse_parameters_source
 
 ROOT = Path(__file__).resolve().parents[1]
 CH2, CH3, CH4 = "chapters/02-posterior-release", "chapters/03-adaptive-truncation", "chapters/04-counting-queries"
@@ -64,7 +64,7 @@ def test_b_grid_is_derived_from_eps_grid():
 
 def test_constraints_name_declared_parameters_and_notebooks_check_them():
     """Every rule names parameters its notebook declares, and the notebook checks it too."""
-    from dpbayes import constraints
+    from dpbayes.book import constraints
 
     notebooks = {nb.stem: nb for nb in (ROOT / "chapters").rglob("*.ipynb")}
     cli_only = {"04c-beyond-the-paper"}  # its code cells are another issue's; the run command checks it
@@ -75,11 +75,11 @@ def test_constraints_name_declared_parameters_and_notebooks_check_them():
         constraints.check(stem, {n: p.default for n, p in declared.items()})  # the defaults are consistent
         if stem not in cli_only:
             source = "".join("".join(c.source) for c in nbformat.read(notebooks[stem], as_version=4).cells)
-            assert f'check("{stem}", globals())' in source, f"{stem} does not call dpbayes.constraints.check"
+            assert f'check("{stem}", globals())' in source, f"{stem} does not call dpbayes.book.constraints.check"
 
 
 def test_constraint_messages_and_derivation():
-    from dpbayes import constraints
+    from dpbayes.book import constraints
 
     with pytest.raises(ParameterError, match=r"^parameter eps_min must be smaller than eps_max, got eps_min = 5.0 and eps_max = 1.0$"):
         constraints.check("04b-bayes-vs-naive", {"eps_min": 5.0, "eps_max": 1.0})
@@ -120,7 +120,7 @@ PARAMS = """n: int = 10  # size; range [1, 1000]
 p: float = 0.5  # probability; range [0, 1]
 x: float = 0.0  # anything; range (-inf, inf)
 """
-BODY = """from dpbayes import figures
+BODY = """from dpbayes.book import figures
 figures.save_results("demo", {"total": n * p})
 # what a kernel logs goes to its own stderr (the run command must keep it off the terminal)
 from ipykernel.kernelapp import IPKernelApp

@@ -17,7 +17,7 @@ PARAMS = """eps: float = 1.0  # privacy parameter; range (0, inf)
 # last-digit noise (as from another summation order) in a plotted number, and a timing cell
 BODY = """import time
 import matplotlib.pyplot as plt
-from dpbayes import figures
+from dpbayes.book import figures
 figures.use_style()
 noisy = 1 / 3 + (time.time_ns() % 7) * 1e-17
 fig, ax = plt.subplots()
@@ -97,7 +97,7 @@ def test_update_stored_twice_changes_no_byte(book: Path) -> None:
 
 
 def test_json_floats_have_fixed_precision() -> None:
-    from dpbayes.figures import JSON_DIGITS, json_float
+    from dpbayes.book.figures import JSON_DIGITS, json_float
 
     assert JSON_DIGITS == 12
     assert json_float(1 / 3) == 0.333333333333

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dpbayes.figures import compare_figure_dirs
+from dpbayes.book.figures import compare_figure_dirs
 
 STORED = Path(__file__).resolve().parents[1] / "figures"
 FRESH = os.environ.get("DPBAYES_FRESH_FIGURES")

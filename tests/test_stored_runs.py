@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from dpbayes import smc_study
-from dpbayes.figures import RUN_MANIFEST, STORED_RUNS_DIR
-from dpbayes.params import notebook_parameters, validate_overrides
+from dpbayes.book.figures import RUN_MANIFEST, STORED_RUNS_DIR
+from dpbayes.book.params import notebook_parameters, validate_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = sorted((ROOT / "figures").glob(f"*/{STORED_RUNS_DIR}/*/{RUN_MANIFEST}"))

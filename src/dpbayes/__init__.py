@@ -1,7 +1,7 @@
 """dpbayes: the library behind the companion book on differentially private Bayes estimation.
 
 One module per concept; all functions are pure, vectorised NumPy code without plotting or
-file I/O (those live in :mod:`dpbayes.figures` and :mod:`dpbayes.cli`).
+file I/O (those live in :mod:`dpbayes.book.figures` and :mod:`dpbayes.book.cli`).
 """
 
 from importlib.metadata import PackageNotFoundError, version

@@ -1,7 +1,7 @@
-"""Entry point of ``python -m dpbayes`` (see :mod:`dpbayes.cli`)."""
+"""Entry point of ``python -m dpbayes`` (see :mod:`dpbayes.book.cli`)."""
 
 import sys
 
-from dpbayes.cli import main
+from dpbayes.book.cli import main
 
 sys.exit(main())

@@ -15,8 +15,8 @@ range includes it explicitly (``range [0, inf]``, not ``range (0, inf)``). A com
 entries (``50,``, ``,50`` and ``50,,60`` are errors).
 
 Constraints between parameters (one list as long as another, a burn-in shorter than the chain) are
-declared per notebook in :mod:`dpbayes.constraints` and checked, with these values, by
-:func:`dpbayes.constraints.check` both by the run command (before a kernel starts) and by the notebook.
+declared per notebook in :mod:`dpbayes.book.constraints` and checked, with these values, by
+:func:`dpbayes.book.constraints.check` both by the run command (before a kernel starts) and by the notebook.
 """
 
 from __future__ import annotations

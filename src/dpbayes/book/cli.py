@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from dpbayes._io import atomic_path
+from dpbayes.book._io import atomic_path
 from dpbayes import __version__, executors
-from dpbayes.figures import (
+from dpbayes.book.figures import (
     FIGURES_ENV,
     NOTEBOOK_ENV,
     RUN_MANIFEST,
@@ -59,9 +59,9 @@ from dpbayes.figures import (
     compare_figure_dirs,
     compare_results,
 )
-from dpbayes.progress import PROGRESS_FILE_ENV, read_report
-from dpbayes import constraints
-from dpbayes.params import Parameter, ParameterError, notebook_parameters, split_list, validate_overrides
+from dpbayes.book.progress import PROGRESS_FILE_ENV, read_report
+from dpbayes.book import constraints
+from dpbayes.book.params import Parameter, ParameterError, notebook_parameters, split_list, validate_overrides
 
 EXIT_USAGE = 2
 SCALAR_TYPES = ("int", "float", "bool", "str")
@@ -242,7 +242,7 @@ def _clean_for_storage(nb_path: Path, stored: Path | None = None, keep_volatile:
 
 
 class LoopProgressBar:
-    """A second bar under papermill's cell bar, fed by a notebook loop through ``dpbayes.progress``.
+    """A second bar under papermill's cell bar, fed by a notebook loop through ``dpbayes.book.progress``.
 
     The kernel writes ``(label, done, total)`` to a file outside the run directory; a thread polls it
     once a second. Used as a context manager around one notebook's execution.
@@ -290,7 +290,7 @@ class LoopProgressBar:
 
 @contextlib.contextmanager
 def loop_progress(show: bool) -> Iterator[None]:
-    """While one notebook runs: listen to its ``dpbayes.progress`` reports (``show``) or to nothing.
+    """While one notebook runs: listen to its ``dpbayes.book.progress`` reports (``show``) or to nothing.
 
     The reports go to a file in a temporary directory outside the run directory, never into the
     notebook; without ``show`` the variable is unset, so the notebook's ``reporter`` returns None.
@@ -488,7 +488,7 @@ def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int 
         with log.open("w") as log_fh:
             # a session of its own: the terminal's Ctrl-C reaches this process only, which stops the workers
             proc = subprocess.Popen(
-                [sys.executable, "-c", "from dpbayes.cli import _worker_main; _worker_main()", str(spec_path)],
+                [sys.executable, "-c", "from dpbayes.book.cli import _worker_main; _worker_main()", str(spec_path)],
                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, env=env, start_new_session=True,
                 pass_fds=(terminal,) if terminal is not None else (),
             )

@@ -25,7 +25,7 @@ import matplotlib
 import numpy as np
 
 from dpbayes import __version__
-from dpbayes._io import atomic_path, atomic_write_text
+from dpbayes.book._io import atomic_path, atomic_write_text
 
 FIGURES_ENV = "DPBAYES_FIGURES_DIR"
 NOTEBOOK_ENV = "DPBAYES_NOTEBOOK"  # set by the run command: which notebook wrote a figure

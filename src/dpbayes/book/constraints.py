@@ -1,6 +1,6 @@
 """Constraints between a notebook's parameters, checked before a kernel starts and by the notebook.
 
-A single parameter's type and range live in the notebook's ``parameters`` cell (:mod:`dpbayes.params`).
+A single parameter's type and range live in the notebook's ``parameters`` cell (:mod:`dpbayes.book.params`).
 What involves two parameters (two lists of equal length, a burn-in shorter than the chain, an
 ordered pair of bounds) is declared here, once per notebook, and used by both sides:
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpbayes.params import ParameterError
+from dpbayes.book.params import ParameterError
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ DERIVED: dict[str, dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]]
 
 
 def check(notebook: str, values: Mapping[str, Any]) -> None:
-    """Raise :class:`~dpbayes.params.ParameterError` (one line) if ``values`` break a constraint of ``notebook``.
+    """Raise :class:`~dpbayes.book.params.ParameterError` (one line) if ``values`` break a constraint of ``notebook``.
 
     ``notebook`` is the notebook's file stem (``"03b-smc-simulated"``); ``values`` holds at least the
     parameters the constraints name (a notebook passes ``globals()``).

@@ -13,7 +13,7 @@ Loaded by Jupyter Book through ``sphinx.extra_extensions`` in ``_config.yml``. I
     notebooks really declare, and the error printed for an out-of-range value.
 ``{dpbayes-params}``
     A directive that renders every notebook's declared parameters (read from the cell tagged
-    ``parameters`` with :func:`dpbayes.params.notebook_parameters`), so the table never goes stale.
+    ``parameters`` with :func:`dpbayes.book.params.notebook_parameters`), so the table never goes stale.
 Section numbers of chapter pages
     A chapter page (``chapters/<nn>-<slug>/index``) is numbered by the book's table of contents
     ("1"), and its notebooks are its sections ("1.1", "1.2", ...). Sphinx would number the page's
@@ -448,7 +448,7 @@ def params_markdown(root: Path, linkable: set[str] | None = None) -> str:
 
     ``linkable`` holds the document names (path without suffix) that may be linked to.
     """
-    from dpbayes.params import notebook_parameters
+    from dpbayes.book.params import notebook_parameters
 
     out: list[str] = []
     for nb in book_notebooks(root):
@@ -472,7 +472,7 @@ def params_markdown(root: Path, linkable: set[str] | None = None) -> str:
 
 def _alternative(p: Any) -> str | None:
     """A valid non-default command-line value for parameter ``p`` (or ``None``)."""
-    from dpbayes.params import ParameterError
+    from dpbayes.book.params import ParameterError
 
     if p.type in ("bool",):
         candidates = [str(not p.default)]
@@ -497,7 +497,7 @@ def _alternative(p: Any) -> str | None:
 
 def _invalid(p: Any) -> str | None:
     """A command-line value that ``p`` rejects because of its range (or ``None``)."""
-    from dpbayes.params import ParameterError
+    from dpbayes.book.params import ParameterError
 
     if p.type not in ("int", "float") or p.low is None:
         return None
@@ -515,7 +515,7 @@ def run_examples_markdown(root: Path) -> str:
     Built from the declared parameters so the examples always name parameters that exist; the
     error line shown is the message the CLI prints for that value.
     """
-    from dpbayes.params import ParameterError, notebook_parameters, validate_overrides
+    from dpbayes.book.params import ParameterError, notebook_parameters, validate_overrides
 
     preferred = ("eps", "epsilon", "n", "K", "seed")
     lines: list[str] = []
@@ -697,7 +697,7 @@ def setup(app: Any) -> dict[str, Any]:
             env = self.state.document.settings.env
             text = self.markdown(_root(self), env)
             container = nodes.container(classes=[f"dpbayes-{self.name}"])
-            self.state.nested_parse(StringList(text.splitlines(), source="dpbayes.book"), self.content_offset, container)
+            self.state.nested_parse(StringList(text.splitlines(), source="dpbayes.book.sphinx_ext"), self.content_offset, container)
             return [container]
 
     class VerdictsDirective(_MarkdownDirective):
