@@ -44,3 +44,16 @@ def test_rng_and_choice():
         v.check_rng("rng", 1)
     with pytest.raises(ValueError, match="method must be one of 'exact', 'mc'"):
         v.check_choice("method", "x", ("exact", "mc"))
+
+
+
+@pytest.mark.parametrize("bad", [[0.5, 0.6], [1.5, -0.5], [np.nan, 1.0], [np.inf, 0.0]])
+def test_check_distribution_rejects_non_distributions(bad):
+    with pytest.raises(ValueError, match="prior must be >= 0 and sum to 1"):
+        v.check_distribution("prior", bad)
+
+
+def test_check_distribution_shape():
+    np.testing.assert_array_equal(v.check_distribution("prior", [0.25, 0.75], shape=(2,)), [0.25, 0.75])
+    with pytest.raises(ValueError, match=r"prior must have shape \(3,\), got \(2,\)"):
+        v.check_distribution("prior", [0.5, 0.5], shape=(3,))

@@ -40,7 +40,9 @@ from scipy import optimize, special, stats
 from dpbayes import counting
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import beta_prior_on_grid, truncated_geometric_logmatrix, ubapp_exact
-from dpbayes.validation import check_choice, check_grid, check_int, check_positive, check_probability
+from dpbayes.validation import (
+    check_choice, check_distribution, check_grid, check_int, check_positive, check_probability,
+)
 
 __all__ = [
     "OPENDP_VERSION",
@@ -269,11 +271,7 @@ class OptimalProportionRelease:
             if prior_weights is None:
                 weights = beta_prior_on_grid(theta, a, b)
             else:
-                weights = np.asarray(prior_weights, dtype=float)
-                if weights.shape != theta.shape:
-                    raise ValueError(f"prior_weights must have the shape of theta_grid {theta.shape}, got {weights.shape}")
-                if not np.all(np.isfinite(weights)) or np.any(weights < 0) or not np.isclose(weights.sum(), 1.0, rtol=0, atol=1e-9):
-                    raise ValueError(f"prior_weights must be >= 0 and sum to 1 (a distribution), got sum {weights.sum()!r}")
+                weights = check_distribution("prior_weights", prior_weights, shape=theta.shape)
             sol = ubapp_exact(self.n, self.eps, theta_grid=theta, prior=weights, loss=self.loss)
             self.estimates = theta[sol.info["remap"]]
             self.bayes_risk = float(sol.risk)

@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
 from dpbayes.losses import LOSSES
-from dpbayes.validation import check_choice, check_grid, check_int, check_positive
+from dpbayes.validation import check_choice, check_distribution, check_grid, check_int, check_positive
 
 __all__ = [
     "DP_RTOL",
@@ -256,8 +256,7 @@ def _check_problem(
             raise ValueError(f"{name} must be finite")
     if np.any(Q < 0):
         raise ValueError("likelihood must be >= 0 (probabilities of observations)")
-    if np.any(pi < 0) or not np.isclose(pi.sum(), 1.0, rtol=0, atol=1e-9):
-        raise ValueError(f"prior must be >= 0 and sum to 1, got sum {pi.sum()!r}")
+    check_distribution("prior", pi)
     nb = _neighbour_array(neighbours, Q.shape[0])
     return L, Q, pi, eps, nb
 
@@ -683,9 +682,7 @@ def ubapp_exact(
             privacy_loss=ploss, log_P=logG, info={"p_z": p_z},
         )
     theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
-    pi = uniform_prior(theta) if prior is None else np.asarray(prior, dtype=float)
-    if pi.shape != theta.shape or np.any(pi < 0) or not np.isclose(pi.sum(), 1.0, rtol=0, atol=1e-9):
-        raise ValueError(f"prior must be a probability vector of length {theta.size}")
+    pi = uniform_prior(theta) if prior is None else check_distribution("prior", prior, shape=theta.shape)
     Q = binomial_likelihood(K, theta)
     weights = G @ (Q * pi[None, :])  # weights[z, j] = Pr(z, theta_j)
     expected = expected_loss_matrix(weights, theta, theta, loss)

@@ -19,6 +19,7 @@ __all__ = [
     "check_probability",
     "check_in_range",
     "check_grid",
+    "check_distribution",
     "check_rng",
     "check_choice",
 ]
@@ -114,6 +115,16 @@ def check_grid(name: str, value: ArrayLike, *, low: float | None = None, high: f
         raise ValueError(f"{name} must be strictly increasing")
     if low is not None or high is not None:
         check_in_range(name, arr, -np.inf if low is None else low, np.inf if high is None else high)
+    return arr
+
+
+def check_distribution(name: str, value: ArrayLike, *, shape: tuple[int, ...] | None = None) -> NDArray[np.float64]:
+    """Require a probability vector: finite, ``>= 0``, summing to 1 within ``1e-9`` (of ``shape`` if given)."""
+    arr = np.asarray(value, dtype=float)
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or not np.isclose(arr.sum(), 1.0, rtol=0, atol=1e-9):
+        raise ValueError(f"{name} must be >= 0 and sum to 1 (a probability distribution), got sum {arr.sum()!r}")
     return arr
 
 
