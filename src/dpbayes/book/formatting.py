@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from dpbayes.validation import check_int, check_positive
 
-__all__ = ["format_to_accuracy", "markdown_table", "MISSING"]
+__all__ = ["format_to_accuracy", "markdown_table", "escape_cell", "MISSING"]
 
 MISSING = "\u2014"
 """What a table cell without a value shows (an em dash); the notebook says what it means."""
@@ -51,9 +52,19 @@ def format_to_accuracy(x: float, accuracy: float, digits: int = 3) -> str:
     return f"{value:.{n}g}"
 
 
+def escape_cell(text: str) -> str:
+    """Cell text safe inside a Markdown table row: every ``|`` not yet escaped becomes ``\\|``.
+
+    Inside a table MyST (markdown-it) splits the row at every unescaped ``|`` (``max |P_LP -
+    P_exact|``, ``P(A | B)``), also inside inline code and math; ``\\|`` is turned back into ``|``
+    before the cell is parsed. Used for the notebooks' tables (:func:`markdown_table`) and the
+    tables the Sphinx extension generates.
+    """
+    return re.sub(r"(?<!\\)\|", r"\\|", text)
+
+
 def _escape_cell(text: str) -> str:
-    # a "|" in a cell (``max |P_LP - P_exact|``, ``P(A | B)``) would end the cell: escape it
-    return text.replace("\\|", "|").replace("|", "\\|").replace("\n", " ")
+    return escape_cell(text.replace("\n", " "))
 
 
 def markdown_table(df: Any, floatfmt: str | Sequence[str] = ".4g", *, index: bool = False, missing: str = MISSING) -> str:

@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from dpbayes.book.formatting import escape_cell
+
 CLAIMS_HEADER = ("claim", "measured", "verdict", "why")
 VERDICT_ORDER = ("reproduced", "partly", "corrected", "not reproduced")
 # plain symbols present in common text fonts (emoji fonts are often missing, e.g. headless Chromium)
@@ -251,15 +253,6 @@ def rebase_links(cell: str, folder: str) -> str:
 
 def _cell(text: str) -> str:
     return escape_cell(text.replace("\n", " ").strip()) or "—"
-
-
-def escape_cell(text: str) -> str:
-    """Cell text safe inside a Markdown table row: every ``|`` not yet escaped becomes ``\\|``.
-
-    Inside a table MyST (markdown-it) splits the row at every unescaped ``|``, also inside inline
-    code and math; ``\\|`` is turned back into ``|`` before the cell is parsed.
-    """
-    return re.sub(r"(?<!\\)\|", r"\\|", text)
 
 
 def table_markdown(header: list[str], rows: list[list[str]]) -> list[str]:
