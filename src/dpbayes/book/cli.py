@@ -313,14 +313,10 @@ def execute(job: Job, progress: bool, timeout: int | None, work: Path | None = N
     """Run one job into a temporary directory (``work``, or a new one) and rename it into place when done."""
     import papermill
 
-    job.run_dir.parent.mkdir(parents=True, exist_ok=True)
-    if work is None:
-        work = Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
+    work = _work_dir(job) if work is None else work
     status = "ok"
     try:
-        (work / "params.json").write_text(
-            json.dumps({"notebook": str(job.notebook), "parameters": job.values}, indent=1, sort_keys=True) + "\n"
-        )
+        _write_params(work, job)
         os.environ[FIGURES_ENV] = str(work / "figures")
         os.environ[NOTEBOOK_ENV] = job.notebook.name
         try:
@@ -339,14 +335,32 @@ def execute(job: Job, progress: bool, timeout: int | None, work: Path | None = N
                 )
         except Exception as exc:  # the executed notebook (with the traceback) is kept for inspection
             status = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
-        final = job.run_dir if status == "ok" else job.run_dir.with_name(job.run_dir.name + "-failed")
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(work, final)
-        return {"run_dir": str(final), "status": status}
+        return _move_into_place(work, job, status)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _work_dir(job: Job) -> Path:
+    """A new hidden temporary directory beside the job's run directory (renamed into place when done)."""
+    job.run_dir.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
+
+
+def _write_params(work: Path, job: Job) -> None:
+    """The run's ``params.json``: this machine's notebook path and the parameters it ran with."""
+    (work / "params.json").write_text(
+        json.dumps({"notebook": str(job.notebook), "parameters": job.values}, indent=1, sort_keys=True) + "\n"
+    )
+
+
+def _move_into_place(work: Path, job: Job, status: str) -> dict[str, Any]:
+    """Rename a finished ``work`` directory to the run directory (``-failed`` unless ok); the outcome."""
+    final = job.run_dir if status == "ok" else job.run_dir.with_name(job.run_dir.name + "-failed")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(work, final)
+    return {"run_dir": str(final), "status": status}
 
 
 # --------------------------------------------------------------------------------------------
@@ -474,8 +488,7 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
 
 def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int | None,
                   drop_env: tuple[str, ...] = ()) -> _Worker:
-    job.run_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
+    work = _work_dir(job)
     spec_path, outcome, log = (control / f"{index}.{suffix}" for suffix in ("json", "outcome", "log"))
     runtime = control / f"{index}.runtime"  # the kernel's connection file: removed with `control`
     runtime.mkdir()
@@ -549,23 +562,16 @@ def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapt
 
 def _write_returned(job: Job, result: dict[str, Any]) -> dict[str, Any]:
     """Write the files a cluster task returned into a temporary directory, then rename it into place."""
-    status = result["status"]
-    final = job.run_dir if status == "ok" else job.run_dir.with_name(job.run_dir.name + "-failed")
-    job.run_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
+    work = _work_dir(job)
     try:
         for rel, data in result["files"].items():
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / rel).write_bytes(data)
-        (work / "params.json").write_text(  # as a local run writes it: this machine's notebook path
-            json.dumps({"notebook": str(job.notebook), "parameters": job.values}, indent=1, sort_keys=True) + "\n")
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(work, final)
+        _write_params(work, job)  # as a local run writes it: this machine's notebook path
+        return _move_into_place(work, job, result["status"])
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
-    return {"run_dir": str(final), "status": status}
 
 
 def run_jobs_on_cluster(client: Any, jobs: list[Job], progress: bool, timeout: int | None) -> dict[Path, dict[str, Any]]:
