@@ -27,11 +27,11 @@ import sys
 NARROW_CORES = {"x86_64": ("Nehalem", "Core2"), "aarch64": ("ARMV8",)}
 
 
-def _cpu_groups() -> tuple[list[str], list[str]]:
+def dispatched_groups() -> list[str]:
+    """NumPy's instruction groups above its compiled baseline that it dispatches to on this CPU."""
     from numpy._core import _multiarray_umath as umath
 
-    available = [f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f)]
-    return list(umath.__cpu_baseline__), available
+    return [f for f in umath.__cpu_dispatch__ if umath.__cpu_features__.get(f)]
 
 
 def openblas_cores() -> list[str]:
@@ -54,8 +54,7 @@ def openblas_cores() -> list[str]:
 
 def narrow_environment() -> dict[str, str]:
     """The variables to set (``NPY_DISABLE_CPU_FEATURES`` may be empty: already baseline only)."""
-    _, available = _cpu_groups()
-    env = {"NPY_DISABLE_CPU_FEATURES": " ".join(available)}
+    env = {"NPY_DISABLE_CPU_FEATURES": " ".join(dispatched_groups())}
     current = set(openblas_cores())
     for core in NARROW_CORES.get(platform.machine(), ()):
         if core not in current:
@@ -67,7 +66,7 @@ def narrow_environment() -> dict[str, str]:
 def _check() -> None:
     """Run in the narrowed child: fail unless NumPy dispatches nothing above the baseline and
     OpenBLAS runs the requested core."""
-    _, available = _cpu_groups()
+    available = dispatched_groups()
     if available:
         sys.exit(f"narrow_cpu: NumPy still dispatches {available}")
     wanted = os.environ.get("OPENBLAS_CORETYPE")
