@@ -103,3 +103,21 @@ def test_layout_counts_tick_labels():
     fig.canvas.draw()
     assert figures.figure_layout(fig)["min_font_pt"] == 4
     plt.close(fig)
+
+
+def test_column_subplots_fill_the_column_and_keep_small_text_legible():
+    fig, axes = figures.column_subplots(3, panel_height_in=2.5)
+    assert axes.shape == (3,)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="x")
+        ax.legend(fontsize=7)
+    fig.canvas.draw()
+    layout = figures.figure_layout(fig)
+    plt.close(fig)
+    assert layout["width_in"] * layout["dpi"] == pytest.approx(figures.BOOK_COLUMN_PX)
+    assert layout["height_in"] == pytest.approx(7.5)
+    assert too_small(layout, "column") is None  # 7 pt at natural size: 9.7 px
+    with pytest.raises(ValueError, match="nrows"):
+        figures.column_subplots(0)
+    with pytest.raises(ValueError, match="panel_height_in"):
+        figures.column_subplots(2, panel_height_in=-1)

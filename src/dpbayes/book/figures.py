@@ -109,6 +109,37 @@ MIN_FONT_PX = 9.0
 """Smallest text of a figure, in CSS pixels as the reader sees it in the book (``tests/test_figure_layout.py``)."""
 
 
+COLUMN_WIDTH_IN = BOOK_COLUMN_PX / STYLE["figure.dpi"]
+"""Width in inches of a figure shown at exactly the text column's width (6.8 in at 100 dpi): the
+book's text sizes (7 pt and up) stay at least :data:`MIN_FONT_PX` on screen."""
+
+
+def column_subplots(nrows: int = 1, ncols: int = 1, *, panel_height_in: float = 3.2, **kwargs: Any) -> tuple[Any, Any]:
+    """``plt.subplots`` sized to the book's text column, so that nothing is scaled down.
+
+    Figures of several panels were drawn wide and shown shrunk to the column, which made their
+    text too small to read (issue 16); stacking the panels at the column's width keeps every
+    font at its natural size.
+
+    Parameters
+    ----------
+    nrows, ncols : int
+        Panel grid; one panel per row (``ncols=1``) is the readable default, two columns only for
+        panels with short labels.
+    panel_height_in : float
+        Height of each row of panels in inches.
+    **kwargs
+        Passed on to ``matplotlib.pyplot.subplots`` (``sharex``, ``squeeze``, ...).
+    """
+    import matplotlib.pyplot as plt
+
+    if not (isinstance(nrows, int) and nrows >= 1 and isinstance(ncols, int) and ncols >= 1):
+        raise ValueError(f"nrows and ncols must be integers >= 1, got nrows={nrows!r}, ncols={ncols!r}")
+    if not (isinstance(panel_height_in, (int, float)) and 0 < panel_height_in <= 10):
+        raise ValueError(f"panel_height_in must be in (0, 10] inches, got {panel_height_in!r}")
+    return plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH_IN, panel_height_in * nrows), **kwargs)
+
+
 def figure_layout(fig: Any) -> dict[str, Any]:
     """Size, resolution and smallest font of a figure, for the legibility check.
 
