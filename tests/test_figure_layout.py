@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from dpbayes.book import figures  # noqa: E402
@@ -71,6 +72,20 @@ def test_every_stored_figure_is_legible_in_the_column():
     assert len(unmeasured) < len(STORED)
 
 
+def test_no_stored_figure_hides_a_curve_under_a_legend_or_an_inset():
+    """A legend or inset drawn over plotted data hides what the figure is for (issue 16, item 4)."""
+    problems = []
+    for path in STORED:
+        name = f"{path.parent.name}/{path.stem}"
+        layout = json.loads(path.read_text()).get("layout") or {}
+        if "covered_curve_px" not in layout:
+            problems.append(f"{name}: no covered_curve_px recorded (re-store its notebook)")
+        elif layout["covered_curve_px"] > 0:
+            problems.append(f"{name}: {layout['covered_curve_px']:g} px of plotted curves lie under a legend or "
+                            "an inset (move the legend outside the axes or to an empty corner)")
+    assert not problems, "\n".join(problems)
+
+
 def _layout(figsize, fontsize):
     fig, ax = plt.subplots(figsize=figsize, dpi=100)
     ax.plot([0, 1], [0, 1], label="a curve")
@@ -117,3 +132,38 @@ def test_column_subplots_fill_the_column_and_keep_small_text_legible():
         figures.column_subplots(0)
     with pytest.raises(ValueError, match="panel_height_in"):
         figures.column_subplots(2, panel_height_in=-1)
+
+
+def _drawn(fig):
+    fig.canvas.draw()
+    return figures.covered_curve_px(fig)
+
+
+def test_covered_curve_px_sees_a_legend_over_a_curve_and_not_one_beside_it():
+    x = np.linspace(0.0, 1.0, 50)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.plot(x, np.full_like(x, 0.9), label="a curve near the top")
+    ax.set_ylim(0.0, 1.0)
+    ax.legend(loc="upper center")  # on the curve
+    covered = _drawn(fig)
+    ax.legend(loc="lower center")  # the lower half is empty
+    assert covered > 20 and _drawn(fig) == 0.0
+    ax.get_legend().remove()
+    inset = ax.inset_axes([0.3, 0.8, 0.4, 0.15])  # over the curve
+    inset.plot([0, 1], [0, 1])
+    assert _drawn(fig) > 20
+    inset.set_visible(False)
+    ax.plot(x, np.full_like(x, 0.5))
+    fig.legend(["figure legend"], loc="center")  # a figure legend counts for every axes
+    assert _drawn(fig) > 20
+    plt.close(fig)
+
+
+def test_covered_curve_px_counts_marker_series_by_their_points():
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.plot([0.5], [0.5], "o", label="one point")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.legend(loc="center")
+    assert _drawn(fig) == 1.0
+    plt.close(fig)

@@ -141,10 +141,11 @@ def column_subplots(nrows: int = 1, ncols: int = 1, *, panel_height_in: float = 
 
 
 def figure_layout(fig: Any) -> dict[str, Any]:
-    """Size, resolution and smallest font of a figure, for the legibility check.
+    """Size, resolution, smallest font and hidden curve length of a figure, for the legibility checks.
 
     ``min_font_pt`` is the smallest font size (points) of any visible, non-empty text in the
-    figure: titles, labels, tick labels, legend entries, annotations.
+    figure: titles, labels, tick labels, legend entries, annotations. ``covered_curve_px`` is
+    :func:`covered_curve_px` (curves under a legend or an inset).
     """
     from matplotlib.text import Text
 
@@ -152,7 +153,56 @@ def figure_layout(fig: Any) -> dict[str, Any]:
     dpi = float(fig.get_dpi())
     w, h = fig.get_size_inches()
     return {"width_in": json_float(w), "height_in": json_float(h), "dpi": json_float(dpi),
-            "min_font_pt": json_float(min(sizes)) if sizes else None}
+            "min_font_pt": json_float(min(sizes)) if sizes else None,
+            "covered_curve_px": json_float(covered_curve_px(fig))}
+
+
+def covered_curve_px(fig: Any) -> float:
+    """Length in figure pixels of plotted curves hidden under a legend or an inset axes.
+
+    Every visible ``Line2D`` of an axes (curves, marker series, reference lines) is sampled along
+    its drawn segments at 1 px steps, clipped to its axes; the samples that fall inside the
+    window extent of that axes' legend, of a figure legend, or of an inset axes drawn on it (with
+    its title and tick labels) are counted. A legend placed over data, or an inset covering a
+    curve, gives a positive length; ``0.0`` means nothing is hidden. Call after the figure is drawn.
+    """
+
+    renderer = fig.canvas.get_renderer()
+    figure_covers = [leg.get_window_extent(renderer) for leg in fig.legends if leg.get_visible()]
+    hidden = 0.0
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        covers = list(figure_covers)
+        legend = ax.get_legend()
+        if legend is not None and legend.get_visible():
+            covers.append(legend.get_window_extent(renderer))
+        covers += [child.get_tightbbox(renderer) for child in ax.child_axes if child.get_visible()]
+        if not covers:
+            continue
+        frame = ax.get_window_extent(renderer)
+        for line in ax.get_lines():
+            if not line.get_visible():
+                continue
+            xy = line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float))
+            xy = xy[np.all(np.isfinite(xy), axis=1)]
+            if len(xy) == 0:
+                continue
+            if line.get_linestyle() in ("None", "", " ", "none") or len(xy) == 1:
+                samples = xy  # markers only: each marker centre is one sample
+            else:
+                steps = np.maximum(1, np.ceil(np.hypot(*np.diff(xy, axis=0).T)).astype(int))
+                samples = np.concatenate([
+                    a + np.linspace(0.0, 1.0, k, endpoint=False)[:, None] * (b - a)
+                    for a, b, k in zip(xy[:-1], xy[1:], steps)] + [xy[-1:]])
+            inside_axes = ((samples[:, 0] >= frame.x0) & (samples[:, 0] <= frame.x1)
+                           & (samples[:, 1] >= frame.y0) & (samples[:, 1] <= frame.y1))
+            under = np.zeros(len(samples), dtype=bool)
+            for box in covers:
+                under |= ((samples[:, 0] > box.x0) & (samples[:, 0] < box.x1)
+                          & (samples[:, 1] > box.y0) & (samples[:, 1] < box.y1))
+            hidden += float(np.count_nonzero(inside_axes & under))
+    return hidden
 
 
 def on_screen_font_px(layout: Mapping[str, Any], column_px: float = BOOK_COLUMN_PX) -> float:
