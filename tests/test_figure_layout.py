@@ -167,3 +167,19 @@ def test_covered_curve_px_counts_marker_series_by_their_points():
     ax.legend(loc="center")
     assert _drawn(fig) == 1.0
     plt.close(fig)
+
+
+def test_legend_below_lists_each_label_once_and_hides_no_curve():
+    fig, axes = figures.column_subplots(2, 2, panel_height_in=2.0)
+    x = np.linspace(0.0, 1.0, 20)
+    for i, ax in enumerate(axes.flat):
+        ax.plot(x, x, label="curve")
+        if i == 3:
+            ax.axvline(0.5, color="k", label="only in the last panel")
+    legend = figures.legend_below(fig)
+    assert [t.get_text() for t in legend.get_texts()] == ["curve", "only in the last panel"]
+    fig.canvas.draw()
+    assert figures.covered_curve_px(fig) == 0.0
+    lowest_panel = min(ax.get_position().y0 for ax in axes.flat)
+    assert legend.get_window_extent().y1 / fig.bbox.height < lowest_panel  # the legend is under the panels
+    plt.close(fig)
