@@ -354,12 +354,21 @@ def _write_params(work: Path, job: Job) -> None:
     )
 
 
+#: Set (and :data:`_PLACING` held for good) by a worker process's watchdog once the process that
+#: started it is gone: from then on no run directory is renamed into place.
+_ORPHANED = threading.Event()
+_PLACING = threading.Lock()
+
+
 def _move_into_place(work: Path, job: Job, status: str) -> dict[str, Any]:
     """Rename a finished ``work`` directory to the run directory (``-failed`` unless ok); the outcome."""
     final = job.run_dir if status == "ok" else job.run_dir.with_name(job.run_dir.name + "-failed")
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(work, final)
+    with _PLACING:  # not while an orphaned worker removes its scratch (it never lets go: it exits)
+        if _ORPHANED.is_set():
+            raise RuntimeError("the process that started this run is gone")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(work, final)
     return {"run_dir": str(final), "status": status}
 
 
@@ -371,9 +380,12 @@ def _worker_main() -> None:
 
     The worker's file descriptor 2 goes to a log file, so the kernel it starts (which inherits it)
     writes its own messages there and never to the user's terminal; with ``progress`` the worker's
-    Python ``sys.stderr`` stays on the terminal for papermill's bar and the loop bar.
+    Python ``sys.stderr`` stays on the terminal for papermill's bar and the loop bar. A watchdog thread
+    (:func:`_watch_parent`) ends the worker, its kernel and its scratch if the process that started it dies.
     """
     spec = json.loads(Path(sys.argv[1]).read_text())
+    threading.Thread(target=_watch_parent, args=(spec["lifeline_fd"], [Path(spec["work"]), *map(Path, spec["scratch"])]),
+                     daemon=True, name="dpbayes-lifeline").start()
     if spec["progress"] and spec.get("terminal_fd") is not None:
         sys.stderr = os.fdopen(spec["terminal_fd"], "w", buffering=1)
     job = Job(Path(spec["notebook"]), spec["values"], Path(spec["run_dir"]), spec["chapter"])
@@ -382,6 +394,34 @@ def _worker_main() -> None:
     except Exception as exc:  # noqa: BLE001 - reported as the run's status
         outcome = {"run_dir": str(job.run_dir) + "-failed", "status": f"failed: {type(exc).__name__}: {exc}".splitlines()[0]}
     Path(spec["outcome"]).write_text(json.dumps(outcome))
+
+
+def _watch_parent(lifeline: int, scratch: list[Path]) -> None:
+    """Watchdog thread of a worker process: wait for EOF on ``lifeline``, the read end of a pipe whose
+    only write end the starting process holds, then stop everything this worker started and exit.
+
+    EOF comes when the starter is gone however it ended (SIGKILL, a Dask worker killed or restarted by
+    its nanny), also where ``os.getppid`` is no use; a parent-death signal would not reach the kernel,
+    which runs in a session of its own. The worker runs in a session of its own too (so the terminal's
+    Ctrl-C reaches only the starter), hence nobody else stops it: without this, an orphaned notebook
+    would run to its end, writing into a directory no one will read. Killed: every descendant (the
+    kernel and what it started); removed: ``scratch`` (the temporary run directory, the control files).
+    """
+    import psutil
+
+    with contextlib.suppress(OSError):
+        while os.read(lifeline, 512):  # the starter never writes: only EOF (or an error) ends this
+            pass
+    _ORPHANED.set()
+    _PLACING.acquire()  # a rename in progress completes; none starts after this
+    victims = psutil.Process().children(recursive=True)
+    for v in victims:
+        with contextlib.suppress(psutil.Error):
+            v.kill()
+    psutil.wait_procs(victims, timeout=2.0)  # dead before their files are removed
+    for d in scratch:
+        shutil.rmtree(d, ignore_errors=True)
+    os._exit(1)
 
 
 class Interrupted(Exception):
@@ -404,6 +444,14 @@ class _Worker:
     work: Path
     outcome: Path
     log: Path
+    lifeline: int  # write end of the pipe the worker watches (see _watch_parent); -1 once released
+
+    def release(self) -> None:
+        """Close the lifeline once the worker has ended (it would otherwise stay open until we exit)."""
+        if self.lifeline >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.lifeline)
+            self.lifeline = -1
 
 
 def _kill_tree(workers: list[_Worker], grace: float = 1.5) -> None:
@@ -458,7 +506,8 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
                 while pending and len(running) < parallel:
                     if one_at_a_time:
                         print(f"running {pending[0].notebook} {_describe(pending[0].values)}", file=sys.stderr)
-                    running.append(_start_worker(pending.pop(0), control, started, progress and one_at_a_time, timeout))
+                    running.append(_start_worker(pending.pop(0), control, started, progress and one_at_a_time, timeout,
+                                                 scratch=(control,)))
                     started += 1
                 for w in list(running):
                     if w.proc.poll() is not None:
@@ -472,6 +521,7 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
             _kill_tree(running)
             stopped = []
             for w in running:
+                w.release()
                 if w.outcome.exists() and json.loads(w.outcome.read_text() or "{}").get("status") == "ok":
                     outcomes[w.job.run_dir] = _collect(w)  # finished just before the signal
                 else:
@@ -487,14 +537,22 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
 
 
 def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int | None,
-                  drop_env: tuple[str, ...] = ()) -> _Worker:
+                  drop_env: tuple[str, ...] = (), scratch: tuple[Path, ...] = ()) -> _Worker:
+    """Start a worker process executing ``job`` (see :func:`_worker_main`); its files go to ``control``.
+
+    The worker stops itself and its kernel, and removes its temporary run directory and ``scratch``,
+    as soon as this process is gone (:func:`_watch_parent`): call :meth:`_Worker.release` once it has ended.
+    """
     work = _work_dir(job)
     spec_path, outcome, log = (control / f"{index}.{suffix}" for suffix in ("json", "outcome", "log"))
     runtime = control / f"{index}.runtime"  # the kernel's connection file: removed with `control`
     runtime.mkdir()
     terminal = os.dup(2) if show else None  # the worker's bars go to our stderr, the kernel's noise to the log
+    # only this process holds the write end (os.pipe's descriptors are not inherited by other children)
+    watched, lifeline = os.pipe()
     spec = {"notebook": str(job.notebook), "values": job.values, "run_dir": str(job.run_dir), "chapter": job.chapter,
-            "work": str(work), "progress": show, "timeout": timeout, "outcome": str(outcome), "terminal_fd": terminal}
+            "work": str(work), "progress": show, "timeout": timeout, "outcome": str(outcome), "terminal_fd": terminal,
+            "lifeline_fd": watched, "scratch": [str(d) for d in scratch]}
     spec_path.write_text(json.dumps(spec))
     env = {k: v for k, v in os.environ.items() if k not in drop_env} | {"JUPYTER_RUNTIME_DIR": str(runtime)}
     try:
@@ -503,16 +561,21 @@ def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int 
             proc = subprocess.Popen(
                 [sys.executable, "-c", "from dpbayes.book.cli import _worker_main; _worker_main()", str(spec_path)],
                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, env=env, start_new_session=True,
-                pass_fds=(terminal,) if terminal is not None else (),
+                pass_fds=(watched,) if terminal is None else (watched, terminal),
             )
+    except BaseException:
+        os.close(lifeline)
+        raise
     finally:
+        os.close(watched)
         if terminal is not None:
             os.close(terminal)
-    return _Worker(job, proc, work, outcome, log)
+    return _Worker(job, proc, work, outcome, log, lifeline)
 
 
 def _collect(w: _Worker) -> dict[str, Any]:
     """A finished worker's outcome; a worker that died without one is a failed run (its temp dir removed)."""
+    w.release()
     try:
         outcome = json.loads(w.outcome.read_text())
     except (OSError, json.JSONDecodeError):
@@ -540,7 +603,8 @@ def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapt
         (top / "control").mkdir()
         (top / "notebook" / name).write_bytes(notebook)
         job = Job(top / "notebook" / name, values, top / "runs" / run_name, chapter)
-        w = _start_worker(job, top / "control", 0, False, timeout, drop_env=(executors.SCHEDULER_ENV,))
+        # if this Dask worker dies (killed, restarted by its nanny), the notebook stops and `top` goes too
+        w = _start_worker(job, top / "control", 0, False, timeout, drop_env=(executors.SCHEDULER_ENV,), scratch=(top,))
         stop = distributed.Event(cancel)
         while True:
             try:
@@ -549,6 +613,7 @@ def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapt
             except subprocess.TimeoutExpired:
                 if stop.is_set():
                     _kill_tree([w])
+                    w.release()
                     return {"status": "stopped (interrupted)", "files": {}}
         outcome = _collect(w)
         final = Path(outcome["run_dir"])
