@@ -947,6 +947,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ParameterError(f"--jobs must be an integer >= 1, got {args.jobs}")
     check_timeout(args.timeout)
     scheduler = executors.check_scheduler(args.scheduler, "--scheduler") if args.scheduler else None
+    if scheduler and args.jobs != 1:  # silently ignoring it would hide that it limits nothing
+        raise ParameterError(f"--jobs {args.jobs} does not apply with --scheduler: {JOBS_ON_CLUSTER}")
     if args.refresh_volatile and not args.update_stored:
         raise ParameterError("--refresh-volatile only applies with --update-stored")
     out_base = check_out_dir(Path(args.out) if args.out else root / "runs")  # the kernel runs in the chapter folder
@@ -1071,8 +1073,12 @@ def _split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     return rest, pairs
 
 
+#: What sets the parallelism on a cluster (why --jobs is refused with --scheduler).
+JOBS_ON_CLUSTER = ("the Dask cluster's workers set how many notebooks run at once "
+                   "(one per worker thread: start more or fewer `dask worker`s); drop --jobs")
 SCHEDULER_HELP = ("run on a Dask cluster: tcp://HOST:PORT of a running `dask scheduler`, or local:N for a LocalCluster "
-                  "of N processes; several notebooks run as tasks, a single notebook's parallel loops do")
+                  "of N processes; several notebooks run as tasks (as many at once as the workers have threads), "
+                  "a single notebook's parallel loops do")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1083,7 +1089,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                      help="override a parameter (also -p NAME=VALUE); a comma list on a scalar parameter sweeps it")
     run.add_argument("--out", help="base directory for runs (default: runs/)")
-    run.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    run.add_argument("--jobs", type=int, default=1,
+                     help="notebooks executed in parallel on this machine (default 1); not with --scheduler, "
+                          "where the cluster's workers set it")
     run.add_argument("--update-stored", action="store_true",
                      help="overwrite the stored notebook outputs and figures/ (default parameters only)")
     run.add_argument("--refresh-volatile", action="store_true",
