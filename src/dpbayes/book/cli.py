@@ -46,7 +46,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from dpbayes.book._io import atomic_path
 from dpbayes import __version__, executors
@@ -427,10 +427,34 @@ def _watch_parent(lifeline: int, scratch: list[Path]) -> None:
 class Interrupted(Exception):
     """Ctrl-C or SIGTERM arrived while jobs were running; the workers are already stopped."""
 
+    #: the start of the line that says what is left, and the command's exit code
+    headline = "interrupted"
+    exit_code = 130
+
     def __init__(self, outcomes: dict[Path, dict[str, Any]], stopped: list[Path]) -> None:
         super().__init__("interrupted")
         self.outcomes = outcomes
         self.stopped = stopped  # run directories of the jobs that were running
+
+    def status(self, run_dir: Path) -> str:
+        """The summary's status of a run without outcome."""
+        return "stopped (interrupted)" if run_dir in self.stopped else "not started (interrupted)"
+
+
+class RunLostWorker(Interrupted):
+    """A cluster task lost its worker too often (:class:`executors.WorkerLost`): the run failed; the
+    other tasks are cancelled (queued ones never start, running ones stop their kernel). Reported
+    like an interruption, with exit code 1."""
+
+    exit_code = 1
+
+    def __init__(self, outcomes: dict[Path, dict[str, Any]], job: Job, lost: executors.WorkerLost) -> None:
+        super().__init__(outcomes, [])
+        self.lost = job.run_dir
+        self.headline = f"error: {job.notebook.name} {_describe(job.values)}: {lost}"
+
+    def status(self, run_dir: Path) -> str:
+        return "failed (lost its Dask worker)" if run_dir == self.lost else "not started or cancelled (a run lost its Dask worker)"
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -644,7 +668,8 @@ def run_jobs_on_cluster(client: Any, jobs: list[Job], progress: bool, timeout: i
 
     Each finished task is written under its run directory as it arrives. Ctrl-C or SIGTERM cancels the
     run's tasks on the cluster (queued ones never start, running ones stop their kernel) and raises
-    :class:`Interrupted`; a task that lost its worker too often raises :class:`executors.WorkerLost`.
+    :class:`Interrupted`; a task that lost its worker too often cancels them too and raises
+    :class:`RunLostWorker` (an :class:`Interrupted`), with the outcomes of the tasks that finished.
     """
     import uuid
 
@@ -667,6 +692,9 @@ def run_jobs_on_cluster(client: Any, jobs: list[Job], progress: bool, timeout: i
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         cancel.set()
         raise Interrupted(outcomes, [j.run_dir for j in jobs if j.run_dir not in outcomes]) from None
+    except executors.WorkerLost as lost:
+        cancel.set()  # map_on_cluster cancelled the futures; a notebook already running stops on this
+        raise RunLostWorker(outcomes, jobs[lost.index], lost) from None
     finally:
         bar.close()
         signal.signal(signal.SIGTERM, old_term)
@@ -891,12 +919,13 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
 
 
 def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path,
-                  stopped: list[Path] | None = None) -> Path:
+                  unfinished: Callable[[Path], str] | None = None) -> Path:
     """One CSV row per run: notebook, parameters, status, directory (relative to the sweep) and recorded
-    scalar results. After an interruption the runs without outcome are listed as stopped or not started."""
+    scalar results. A run without outcome (the sweep was stopped) has the status ``unfinished(run_dir)``
+    (:meth:`Interrupted.status`: stopped, not started, lost its worker, cancelled)."""
     rows = []
     for job in jobs:
-        missing = "stopped (interrupted)" if job.run_dir in (stopped or []) else "not started (interrupted)"
+        missing = unfinished(job.run_dir) if unfinished is not None else "not started"
         outcome = outcomes.get(job.run_dir, {"run_dir": "", "status": missing})
         rel = os.path.relpath(outcome["run_dir"], sweep_dir) if outcome["run_dir"] else ""
         row: dict[str, Any] = {"notebook": job.notebook.name, **job.values, "run_dir": rel, "status": outcome["status"]}
@@ -979,10 +1008,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 outcomes = run_jobs_on_cluster(client, jobs, progress=not args.quiet, timeout=args.timeout)
             else:
                 outcomes = run_jobs(jobs, args.jobs, progress=not args.quiet, timeout=args.timeout)
-        except Interrupted as stop:
+        except Interrupted as stop:  # Ctrl-C, SIGTERM, or a cluster task that lost its worker too often
             bar_open = not args.quiet and client is None and (args.jobs == 1 or len(jobs) == 1)  # papermill's bar ends without a newline
             print(("\n" if bar_open else "") + _interrupted(stop, jobs, is_sweep, created), file=sys.stderr)
-            return 130
+            return stop.exit_code
 
     failed = 0
     for job in jobs:
@@ -1002,24 +1031,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _interrupted(stop: Interrupted, jobs: list[Job], is_sweep: bool, created: list[Path]) -> str:
-    """Tidy up after Ctrl-C / SIGTERM and say in one line what is left."""
+    """Tidy up after Ctrl-C / SIGTERM / a lost worker and say in one line what is left."""
     done = [j for j in jobs if j.run_dir in stop.outcomes]
     if is_sweep and done:
         sweep = jobs[0].run_dir.parent
-        write_summary(jobs, stop.outcomes, sweep, stop.stopped)
+        write_summary(jobs, stop.outcomes, sweep, stop.status)
         marked = sweep.with_name(sweep.name + "-incomplete")
         if marked.exists():
             shutil.rmtree(marked)
         os.replace(sweep, marked)
-        return (f"interrupted: incomplete sweep kept in {os.path.relpath(marked)} "
+        return (f"{stop.headline}: incomplete sweep kept in {os.path.relpath(marked)} "
                 f"({len(done)} of {len(jobs)} runs done, summary.csv lists which); nothing was stored")
     for d in created:  # only directories this command created, and only if empty
         with contextlib.suppress(OSError):
             d.rmdir()
     if done:
-        return (f"interrupted: {len(done)} of {len(jobs)} notebooks finished (their runs are complete, "
+        return (f"{stop.headline}: {len(done)} of {len(jobs)} notebooks finished (their runs are complete, "
                 f"e.g. {os.path.relpath(done[0].run_dir)}); the rest was stopped; nothing was stored")
-    return "interrupted: nothing was written and nothing was stored"
+    return f"{stop.headline}: nothing was written and nothing was stored"
 
 
 def cmd_params(args: argparse.Namespace) -> int:
