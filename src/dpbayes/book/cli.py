@@ -622,6 +622,7 @@ def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapt
     import distributed
 
     top = Path(tempfile.mkdtemp(prefix="dpbayes-task-"))
+    w: _Worker | None = None
     try:
         (top / "notebook").mkdir()
         (top / "control").mkdir()
@@ -636,9 +637,7 @@ def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapt
                 break
             except subprocess.TimeoutExpired:
                 if stop.is_set():
-                    _kill_tree([w])
-                    w.release()
-                    return {"status": "stopped (interrupted)", "files": {}}
+                    return {"status": "stopped (interrupted)", "files": {}}  # stopped below
         outcome = _collect(w)
         final = Path(outcome["run_dir"])
         files = {p.relative_to(final).as_posix(): p.read_bytes() for p in sorted(final.rglob("*")) if p.is_file()}
@@ -646,6 +645,10 @@ def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapt
     except Exception as exc:  # noqa: BLE001 - reported as the run's status
         return {"status": f"failed: {type(exc).__name__}: {exc}".splitlines()[0], "files": {}}
     finally:
+        if w is not None:  # cancelled, or this task failed while it ran: no notebook outlives the task
+            if w.proc.poll() is None:
+                _kill_tree([w])
+            w.release()
         shutil.rmtree(top, ignore_errors=True)
 
 
