@@ -6,6 +6,8 @@ summary.csv says which runs finished. A notebook that sleeps in small steps stan
 computation; the signal goes out once the wanted number of kernels have started. The stop time is
 measured from the signal to the moment the command has exited and no process it started is left;
 the assertion allows slack for a loaded CI machine (STOP_LIMIT), the measured times are printed.
+A run killed outright (SIGKILL: it cannot tidy up) must not leave its notebooks running either: they
+watch their parent and stop with their kernels on their own (KILLED_LIMIT).
 """
 
 from __future__ import annotations
