@@ -117,7 +117,9 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("dask"))
+    tmp = tmp_path_factory.mktemp("dask")
+    (tmp / "scratch").mkdir()  # the workers' temporary directories: checked for leftovers
+    c = Cluster(tmp, env={**os.environ, "TMPDIR": str(tmp / "scratch")})
     try:
         c.start()
         yield c
@@ -171,8 +173,9 @@ def _kernels(pids: list[int]) -> list[psutil.Process]:
 
 
 def test_sweep_on_the_cluster_equals_the_serial_sweep_even_when_a_worker_dies(cluster, tmp_path, no_env_scheduler):
-    """A two-value sweep, serial and on the cluster; a worker executing a notebook is killed (with its
-    kernel) and the task re-runs on another: no partial result, and the same files bit for bit."""
+    """A two-value sweep, serial and on the cluster; a worker executing a notebook is killed (SIGKILL to the
+    worker process alone) and the task re-runs on another: the notebook it ran stops with its kernel and
+    leaves no scratch, no partial result, and the same files bit for bit."""
     book = _book(tmp_path)
     cmd = [sys.executable, "-m", "dpbayes", "run", "chapters/00-demo/00a-demo.ipynb", "-p", "eps", "0.5,2", "--quiet"]
     with cluster.client() as c:
@@ -186,7 +189,8 @@ def test_sweep_on_the_cluster_equals_the_serial_sweep_even_when_a_worker_dies(cl
         while not (busy := [pid for pid in workers.values() if _kernels([pid])]):  # a notebook runs on a worker
             assert dask.poll() is None and time.monotonic() < deadline, dask.stderr.read() if dask.poll() is not None else "no kernel"
             time.sleep(0.1)
-        _kill_tree(busy[0])
+        orphans = psutil.Process(busy[0]).children(recursive=True)  # the notebook's process and its kernel
+        os.kill(busy[0], signal.SIGKILL)
         cluster.add_worker()  # the module's cluster keeps two workers
         out, err = dask.communicate(timeout=300)
         assert dask.returncode == 0, err
@@ -198,6 +202,8 @@ def test_sweep_on_the_cluster_equals_the_serial_sweep_even_when_a_worker_dies(cl
                 proc.kill()
                 proc.wait()
     cluster.wait_for_workers(2)
+    assert _gone(orphans)  # long before the re-run has finished
+    assert not list((cluster.tmp / "scratch").glob("dpbayes-task-*"))
     a, b = book / "runs/serial", book / "runs/dask"
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())  # nothing partial, no .tmp-*
