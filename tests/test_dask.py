@@ -18,12 +18,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import numpy as np
 import psutil
 import pytest
 from test_cli import BODY, PARAMS
+from test_interrupt import BODY as SLOW_BODY
+from test_interrupt import PARAMS as SLOW_PARAMS
 from tiny_book import write_tiny_book
 
 from dpbayes import executors, smc_study
@@ -58,16 +61,19 @@ def _kill_tree(pid: int) -> None:
     psutil.wait_procs(victims, timeout=30)
 
 
-def _start_worker(scheduler_file: Path, log: Path) -> subprocess.Popen:
+def _start_worker(scheduler_file: Path, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([DASK, "worker", "--scheduler-file", str(scheduler_file), "--host", "127.0.0.1",
                              "--nthreads", "1", "--no-nanny", "--no-dashboard"],
                             stdout=log.open("w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
 
 
 class Cluster:
-    def __init__(self, tmp: Path) -> None:
+    """A scheduler and two workers on 127.0.0.1; ``env``: their environment (default: this process's)."""
+
+    def __init__(self, tmp: Path, env: dict[str, str] | None = None) -> None:
         self.tmp = tmp
+        self.env = env
         self.file = tmp / "scheduler.json"
         self.procs: list[subprocess.Popen] = []
 
@@ -75,13 +81,13 @@ class Cluster:
         self.procs.append(subprocess.Popen(
             [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(self.file)],
             stdout=(self.tmp / "scheduler.log").open("w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True))
+            start_new_session=True, env=self.env))
         for i in range(2):
             self.add_worker()
         self.wait_for_workers(2)
 
     def add_worker(self) -> subprocess.Popen:
-        proc = _start_worker(self.file, self.tmp / f"worker-{len(self.procs)}.log")
+        proc = _start_worker(self.file, self.tmp / f"worker-{len(self.procs)}.log", self.env)
         self.procs.append(proc)
         return proc
 
@@ -111,7 +117,9 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("dask"))
+    tmp = tmp_path_factory.mktemp("dask")
+    (tmp / "scratch").mkdir()  # the workers' temporary directories: checked for leftovers
+    c = Cluster(tmp, env={**os.environ, "TMPDIR": str(tmp / "scratch")})
     try:
         c.start()
         yield c
@@ -165,8 +173,9 @@ def _kernels(pids: list[int]) -> list[psutil.Process]:
 
 
 def test_sweep_on_the_cluster_equals_the_serial_sweep_even_when_a_worker_dies(cluster, tmp_path, no_env_scheduler):
-    """A two-value sweep, serial and on the cluster; a worker executing a notebook is killed (with its
-    kernel) and the task re-runs on another: no partial result, and the same files bit for bit."""
+    """A two-value sweep, serial and on the cluster; a worker executing a notebook is killed (SIGKILL to the
+    worker process alone) and the task re-runs on another: the notebook it ran stops with its kernel and
+    leaves no scratch, no partial result, and the same files bit for bit."""
     book = _book(tmp_path)
     cmd = [sys.executable, "-m", "dpbayes", "run", "chapters/00-demo/00a-demo.ipynb", "-p", "eps", "0.5,2", "--quiet"]
     with cluster.client() as c:
@@ -180,7 +189,8 @@ def test_sweep_on_the_cluster_equals_the_serial_sweep_even_when_a_worker_dies(cl
         while not (busy := [pid for pid in workers.values() if _kernels([pid])]):  # a notebook runs on a worker
             assert dask.poll() is None and time.monotonic() < deadline, dask.stderr.read() if dask.poll() is not None else "no kernel"
             time.sleep(0.1)
-        _kill_tree(busy[0])
+        orphans = psutil.Process(busy[0]).children(recursive=True)  # the notebook's process and its kernel
+        os.kill(busy[0], signal.SIGKILL)
         cluster.add_worker()  # the module's cluster keeps two workers
         out, err = dask.communicate(timeout=300)
         assert dask.returncode == 0, err
@@ -192,6 +202,8 @@ def test_sweep_on_the_cluster_equals_the_serial_sweep_even_when_a_worker_dies(cl
                 proc.kill()
                 proc.wait()
     cluster.wait_for_workers(2)
+    assert _gone(orphans)  # long before the re-run has finished
+    assert not list((cluster.tmp / "scratch").glob("dpbayes-task-*"))
     a, b = book / "runs/serial", book / "runs/dask"
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())  # nothing partial, no .tmp-*
@@ -310,3 +322,172 @@ def test_bad_environment_scheduler_fails_early(monkeypatch):
     monkeypatch.setenv(executors.SCHEDULER_ENV, "tcp://nohost")
     with pytest.raises(executors.SchedulerError, match="DPBAYES_SCHEDULER must be a Dask scheduler address"):
         smc_study.simulation_study(CONFIG, EPS_GRID, B_GRID, n_runs=1)
+
+
+# ------------------------------------------------------------------ a task lost its worker too often
+LOST = "failed (lost its Dask worker)"
+CANCELLED = "not started or cancelled (a run lost its Dask worker)"
+
+
+@pytest.fixture()
+def fake_cluster(monkeypatch):
+    """``run --scheduler`` against a fake cluster whose map returns the tasks ``finish`` (executed
+    nowhere: a made-up notebook and results) in that order, then raises :class:`executors.WorkerLost`
+    for task ``lose``; yields the run's cancel events, to check that the running notebooks are told to stop."""
+    import distributed
+
+    events: list[Any] = []
+
+    class Event:
+        def __init__(self, name: str, client: Any = None) -> None:
+            self.name, self.is_set = name, False
+            events.append(self)
+
+        def set(self) -> None:
+            self.is_set = True
+
+    @contextlib.contextmanager
+    def cluster(scheduler, several):
+        yield object()
+
+    def setup(finish: list[int], lose: int) -> list[Any]:
+        def fake_map(client, fn, tasks, done=None, label=""):
+            for i in finish:
+                name, values = tasks[i][0], tasks[i][2]
+                done(i, {"status": "ok", "files": {name: b"{}\n", "figures/results-demo.json": json.dumps(values).encode()}})
+            raise executors.WorkerLost(f"task {lose + 1} of {len(tasks)} lost its Dask worker 1 time", index=lose)
+
+        monkeypatch.setattr(executors, "map_on_cluster", fake_map)
+        return events
+
+    monkeypatch.setattr(distributed, "Event", Event)
+    monkeypatch.setattr(cli, "_cluster", cluster)
+    return setup
+
+
+def test_worker_lost_in_a_sweep_keeps_an_incomplete_sweep_with_its_summary(fake_cluster, tmp_path, capsys, no_env_scheduler):
+    events = fake_cluster(finish=[2, 0], lose=1)
+    book = _book(tmp_path)
+    old = Path.cwd()
+    os.chdir(book)
+    try:
+        code = cli.main(["run", "chapters/00-demo/00a-demo.ipynb", "-p", "eps", "0.5,1,2,4", "--quiet",
+                         "--scheduler", "tcp://127.0.0.1:9"])
+    finally:
+        os.chdir(old)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    (sweep,) = (book / "runs").iterdir()
+    assert sweep.name.endswith("-incomplete")
+    assert len(err) == 1 and err[0].startswith('error: 00a-demo.ipynb {"eps": 1.0}: task 2 of 4 lost its Dask worker'), err
+    assert err[0].endswith(f"incomplete sweep kept in {sweep.relative_to(book)} (2 of 4 runs done, "
+                           "summary.csv lists which); nothing was stored"), err
+    rows = list(csv.DictReader((sweep / "summary.csv").open()))
+    assert [(r["eps"], r["status"]) for r in rows] == [("0.5", "ok"), ("1.0", LOST), ("2.0", "ok"), ("4.0", CANCELLED)]
+    assert [r["demo.eps"] for r in rows] == ["0.5", "", "2.0", ""]  # the finished runs' results
+    assert sorted(p.name for p in sweep.iterdir()) == sorted([rows[0]["run_dir"], rows[2]["run_dir"], "summary.csv"])
+    assert [e.is_set for e in events] == [True]  # the notebooks still running elsewhere stop
+
+
+def test_worker_lost_before_any_run_finished_leaves_nothing(fake_cluster, tmp_path, capsys, no_env_scheduler):
+    fake_cluster(finish=[], lose=0)
+    book = _book(tmp_path)
+    before = _tree(book)
+    code, err = _cli(book, capsys, "--scheduler", "tcp://127.0.0.1:9")
+    assert code == 1
+    assert len(err) == 1 and err[0].startswith('error: 00a-demo.ipynb {"eps": 0.5}: task 1 of 2 lost its Dask worker'), err
+    assert err[0].endswith(": nothing was written and nothing was stored"), err
+    assert _tree(book) == before
+
+
+def test_worker_lost_in_a_chapter_run_stores_nothing(fake_cluster, tmp_path, capsys, no_env_scheduler):
+    """--update-stored on a chapter: the notebook that finished is not stored when another lost its worker."""
+    fake_cluster(finish=[0], lose=1)
+    book = _book(tmp_path)
+    second = book / "chapters/00-demo/00b-demo.ipynb"
+    second.write_bytes((book / "chapters/00-demo/00a-demo.ipynb").read_bytes())
+    stored = {p: p.read_bytes() for p in (book / "chapters/00-demo").iterdir()}
+    old = Path.cwd()
+    os.chdir(book)
+    try:
+        code = cli.main(["run", "chapters/00-demo", "--update-stored", "--quiet", "--scheduler", "tcp://127.0.0.1:9"])
+    finally:
+        os.chdir(old)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1 and err[0].startswith("error: 00b-demo.ipynb (defaults): task 2 of 2 lost its Dask worker"), err
+    assert "1 of 2 notebooks finished" in err[0] and err[0].endswith("nothing was stored"), err
+    assert {p: p.read_bytes() for p in (book / "chapters/00-demo").iterdir()} == stored
+    assert not (book / "figures").exists()
+    (run,) = (book / "runs").iterdir()  # the finished run, complete; nothing of the lost one
+    assert run.name.startswith("00a-demo-") and (run / "params.json").exists()
+
+
+def _gone(procs: list[psutil.Process]) -> bool:
+    """No process of ``procs`` runs any more (a zombie waits for a parent that is gone: it runs nothing)."""
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if p.status() != psutil.STATUS_ZOMBIE:
+                return False
+    return True
+
+
+def test_a_worker_lost_for_good_ends_the_sweep_incomplete_and_its_notebook_stops(tmp_path, no_env_scheduler):
+    """End to end, on a cluster whose scheduler allows no lost worker (allowed-failures 0): a sweep of three
+    notebooks, the first finishes, the two slow ones run; the Dask worker process of one (only that
+    process, as the OOM killer would) is SIGKILLed. Its notebook and kernel stop within seconds and remove
+    their scratch; the run ends with one line, exit code 1 and an -incomplete sweep whose summary.csv
+    marks each run; the other worker's notebook is cancelled."""
+    marks, scratch = tmp_path / "marks", tmp_path / "scratch"
+    marks.mkdir()
+    scratch.mkdir()
+    (tmp_path / "book").mkdir()
+    book = write_tiny_book(tmp_path / "book", "00a-slow.ipynb", SLOW_PARAMS, SLOW_BODY)
+    env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0", "MARK_DIR": str(marks), "TMPDIR": str(scratch)}
+    (tmp_path / "dask").mkdir()
+    strict = Cluster(tmp_path / "dask", env=env)
+    proc = None
+    try:
+        strict.start()
+        workers = [p.pid for p in strict.procs[1:]]
+        proc = subprocess.Popen([sys.executable, "-m", "dpbayes", "run", "chapters/00-demo/00a-slow.ipynb", "-p", "x", "0,30,31",
+                                 "--quiet", "--scheduler", strict.address], cwd=book, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + START_TIMEOUT
+        # both slow notebooks run (one per worker), and the quick one has been written on this side
+        while len(list(marks.iterdir())) < 2 or not list((book / "runs").glob("*/00a-slow-*")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "not started"
+            time.sleep(0.1)
+        victim, other = workers
+        orphans = psutil.Process(victim).children(recursive=True)
+        assert _kernels([victim]) and _kernels([other]) and len(orphans) >= 2  # a notebook process and its kernel
+        t0 = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        while not _gone(orphans) and time.monotonic() - t0 < 15:  # the slow notebooks would sleep for 30 s
+            time.sleep(0.05)
+        stopped_in = time.monotonic() - t0
+        out, err = proc.communicate(timeout=120)
+        ended_in = time.monotonic() - t0
+        deadline = time.monotonic() + 30  # the cancelled notebook stops within about a second
+        while (_kernels([other]) or list(scratch.glob("dpbayes-task-*"))) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        print(f"the lost worker's {len(orphans)} processes stopped in {stopped_in:.2f} s; the run ended in {ended_in:.2f} s")
+        assert _gone(orphans) and stopped_in < 5.0, f"the killed worker's notebook ran on for {stopped_in:.1f} s"
+        assert not _kernels([other])
+        assert not list(scratch.glob("dpbayes-task-*"))  # neither task left its scratch directory
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        strict.stop()
+    assert proc.returncode == 1, err
+    lines = err.strip().splitlines()
+    (sweep,) = (book / "runs").iterdir()
+    assert sweep.name.endswith("-incomplete")
+    assert lines[-1].startswith('error: 00a-slow.ipynb {"x": 3') and " lost its Dask worker 1 time, last tcp://127.0.0.1:" in lines[-1]
+    assert lines[-1].endswith(f"incomplete sweep kept in {sweep.relative_to(book)} (1 of 3 runs done, summary.csv lists which); "
+                              "nothing was stored"), lines
+    assert len(lines) == 1, err
+    rows = {r["x"]: r["status"] for r in csv.DictReader((sweep / "summary.csv").open())}
+    assert rows["0"] == "ok" and sorted([rows["30"], rows["31"]]) == sorted([LOST, CANCELLED])
+    assert sorted(p.name for p in sweep.iterdir()) == sorted([next(sweep.glob("00a-slow-*")).name, "summary.csv"])

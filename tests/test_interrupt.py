@@ -6,10 +6,13 @@ summary.csv says which runs finished. A notebook that sleeps in small steps stan
 computation; the signal goes out once the wanted number of kernels have started. The stop time is
 measured from the signal to the moment the command has exited and no process it started is left;
 the assertion allows slack for a loaded CI machine (STOP_LIMIT), the measured times are printed.
+A run killed outright (SIGKILL: it cannot tidy up) must not leave its notebooks running either: they
+watch their parent and stop with their kernels on their own (KILLED_LIMIT).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import signal
@@ -122,3 +125,45 @@ def test_sigterm_on_a_single_run_leaves_nothing(book: Path) -> None:
     line = check_message(result, elapsed)
     assert line == "interrupted: nothing was written and nothing was stored"
     assert not (book / "runs").exists()  # no hidden .tmp-* folders either
+
+
+KILLED_LIMIT = 5.0  # seconds for the orphaned notebook processes to notice and stop (typically well under 1 s)
+
+
+@pytest.mark.parametrize("args, started", [(("-p", "x", "30"), 1), (("-p", "x", "30,31", "--jobs", "2"), 2)],
+                         ids=["single", "parallel-sweep"])
+def test_a_killed_run_leaves_no_notebook_running(book: Path, args: tuple[str, ...], started: int) -> None:
+    """SIGKILL of `python -m dpbayes run` (no chance to clean up): its notebook processes, which run in
+    sessions of their own, notice that their parent is gone, stop with their kernels and remove their
+    temporary run directories."""
+    marks = book / "marks"
+    marks.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "dpbayes", "run", "chapters/00-demo", *args, "--quiet"], cwd=book,
+                            env={**os.environ, "MARK_DIR": str(marks)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    orphans: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(marks.iterdir())) < started:
+            assert time.monotonic() < deadline and proc.poll() is None, "the slow notebooks never started"
+            time.sleep(0.05)
+        orphans = psutil.Process(proc.pid).children(recursive=True)
+        assert len(orphans) >= 2 * started  # a worker and its kernel per running notebook
+        assert list((book / "runs").rglob(".tmp-*"))
+        t0 = time.monotonic()
+        proc.kill()  # this process only: what it started is left to itself
+        proc.wait()
+        while not _gone(orphans) and time.monotonic() - t0 < 3 * KILLED_LIMIT:
+            time.sleep(0.01)
+        elapsed = time.monotonic() - t0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        leftover = [p for p in orphans if not _gone([p])]
+        for p in leftover:  # nothing of this test may outlive it
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+    print(f"{len(orphans)} orphaned processes stopped in {elapsed:.2f} s")
+    assert not leftover, f"{len(leftover)} of {len(orphans)} processes still running after {elapsed:.1f} s"
+    assert elapsed < KILLED_LIMIT
+    assert not list((book / "runs").rglob(".tmp-*"))  # no half-written run directory either

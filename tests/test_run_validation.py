@@ -161,6 +161,11 @@ def tree(path: Path) -> list[str]:
         (["--out", "_toc.yml"], "not a directory"),
         (["--out", "/proc/nope"], "cannot create"),
         (["--bogus"], "unrecognized arguments"),
+        # the cluster's workers set how many notebooks run at once: refused before the scheduler is contacted
+        (["-p", "n", "20,30", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:9"],
+         "--jobs 2 does not apply with --scheduler: the Dask cluster's workers set how many notebooks run at once"),
+        (["-p", "n", "20,30", "--jobs", "2", "--scheduler", "local:2", "--dry-run"], "--jobs 2 does not apply with --scheduler"),
+        (["--jobs", "4", "--scheduler", "local:1", "--dry-run"], "--jobs 4 does not apply with --scheduler"),
     ],
 )
 def test_command_line_mistakes_are_one_line(book, args, fragment):
@@ -168,6 +173,13 @@ def test_command_line_mistakes_are_one_line(book, args, fragment):
     result = dpbayes(book, "run", "chapters/00-demo/00a-demo.ipynb", *args, "--quiet")
     assert_refused(result, fragment)
     assert tree(book) == before
+
+
+def test_jobs_1_is_the_default_and_goes_with_a_scheduler(book):
+    result = dpbayes(book, "run", "chapters/00-demo/00a-demo.ipynb", "-p", "n", "20,30", "--jobs", "1",
+                     "--scheduler", "tcp://127.0.0.1:9", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "on the Dask scheduler tcp://127.0.0.1:9: each notebook a task" in result.stdout
 
 
 def test_a_folder_outside_the_book_is_one_line(book, tmp_path_factory):

@@ -48,7 +48,14 @@ class SchedulerError(ValueError):
 
 
 class WorkerLost(RuntimeError):
-    """A task lost its worker more often than the scheduler allows; nothing of it was written."""
+    """A task lost its worker more often than the scheduler allows; nothing of that task was returned.
+
+    ``index`` is the task's position in the tasks of :func:`map_on_cluster`.
+    """
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 def resolve_scheduler(scheduler: str | None) -> str | None:
@@ -137,8 +144,10 @@ def map_on_cluster(client: Any, fn: Callable[..., Any], tasks: Sequence[tuple[An
     ``done(index, result)`` is called in this process as each task finishes (in completion order), so
     a progress bar counts finished cluster tasks and a caller can write each result as it arrives.
     A task whose worker dies is re-run elsewhere by the scheduler; past Dask's allowed failures this
-    raises :class:`WorkerLost`. On any exception here (Ctrl-C included) every task of this call that has
-    not finished is cancelled on the cluster before the exception propagates.
+    raises :class:`WorkerLost`, after passing to ``done`` the tasks that had finished meanwhile (so that
+    a caller writing results as they arrive keeps every finished one). On any exception here (Ctrl-C
+    included) every task of this call that has not finished is cancelled on the cluster before the
+    exception propagates.
     """
     import uuid
 
@@ -148,17 +157,29 @@ def map_on_cluster(client: Any, fn: Callable[..., Any], tasks: Sequence[tuple[An
     futures = [client.submit(fn, *task, key=f"{label}-{run}-{i}", pure=False) for i, task in enumerate(tasks)]
     index = {f.key: i for i, f in enumerate(futures)}
     results: list[Any] = [None] * len(futures)
+    delivered: set[int] = set()
+
+    def deliver(i: int) -> None:
+        results[i] = futures[i].result()
+        futures[i].release()
+        delivered.add(i)
+        if done is not None:
+            done(i, results[i])
+
     try:
         for future in distributed.as_completed(futures):
             i = index[future.key]
             try:
-                results[i] = future.result()
+                deliver(i)
             except distributed.KilledWorker as exc:
-                raise WorkerLost(f"task {i + 1} of {len(futures)} lost its Dask worker too often ({exc}); "
-                                 "the run failed and nothing of it was written") from None
-            future.release()
-            if done is not None:
-                done(i, results[i])
+                for j, other in enumerate(futures):  # finished, but not yet reached by as_completed
+                    if j not in delivered and other.status == "finished":
+                        deliver(j)
+                failures = getattr(exc, "allowed_failures", None)
+                last = getattr(getattr(exc, "last_worker", None), "address", "?")
+                times = f"{failures + 1} time{'s' if failures else ''}" if isinstance(failures, int) else "too often"
+                raise WorkerLost(f"task {i + 1} of {len(futures)} lost its Dask worker {times}, last {last} "
+                                 "(more than distributed.scheduler.allowed-failures)", index=i) from None
     except BaseException:
         client.cancel([f for f in futures if not f.done()], force=True)
         raise

@@ -46,7 +46,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from dpbayes.book._io import atomic_path
 from dpbayes import __version__, executors
@@ -354,12 +354,21 @@ def _write_params(work: Path, job: Job) -> None:
     )
 
 
+#: Set (and :data:`_PLACING` held for good) by a worker process's watchdog once the process that
+#: started it is gone: from then on no run directory is renamed into place.
+_ORPHANED = threading.Event()
+_PLACING = threading.Lock()
+
+
 def _move_into_place(work: Path, job: Job, status: str) -> dict[str, Any]:
     """Rename a finished ``work`` directory to the run directory (``-failed`` unless ok); the outcome."""
     final = job.run_dir if status == "ok" else job.run_dir.with_name(job.run_dir.name + "-failed")
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(work, final)
+    with _PLACING:  # not while an orphaned worker removes its scratch (it never lets go: it exits)
+        if _ORPHANED.is_set():
+            raise RuntimeError("the process that started this run is gone")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(work, final)
     return {"run_dir": str(final), "status": status}
 
 
@@ -371,9 +380,12 @@ def _worker_main() -> None:
 
     The worker's file descriptor 2 goes to a log file, so the kernel it starts (which inherits it)
     writes its own messages there and never to the user's terminal; with ``progress`` the worker's
-    Python ``sys.stderr`` stays on the terminal for papermill's bar and the loop bar.
+    Python ``sys.stderr`` stays on the terminal for papermill's bar and the loop bar. A watchdog thread
+    (:func:`_watch_parent`) ends the worker, its kernel and its scratch if the process that started it dies.
     """
     spec = json.loads(Path(sys.argv[1]).read_text())
+    threading.Thread(target=_watch_parent, args=(spec["lifeline_fd"], [Path(spec["work"]), *map(Path, spec["scratch"])]),
+                     daemon=True, name="dpbayes-lifeline").start()
     if spec["progress"] and spec.get("terminal_fd") is not None:
         sys.stderr = os.fdopen(spec["terminal_fd"], "w", buffering=1)
     job = Job(Path(spec["notebook"]), spec["values"], Path(spec["run_dir"]), spec["chapter"])
@@ -384,13 +396,65 @@ def _worker_main() -> None:
     Path(spec["outcome"]).write_text(json.dumps(outcome))
 
 
+def _watch_parent(lifeline: int, scratch: list[Path]) -> None:
+    """Watchdog thread of a worker process: wait for EOF on ``lifeline``, the read end of a pipe whose
+    only write end the starting process holds, then stop everything this worker started and exit.
+
+    EOF comes when the starter is gone however it ended (SIGKILL, a Dask worker killed or restarted by
+    its nanny), also where ``os.getppid`` is no use; a parent-death signal would not reach the kernel,
+    which runs in a session of its own. The worker runs in a session of its own too (so the terminal's
+    Ctrl-C reaches only the starter), hence nobody else stops it: without this, an orphaned notebook
+    would run to its end, writing into a directory no one will read. Killed: every descendant (the
+    kernel and what it started); removed: ``scratch`` (the temporary run directory, the control files).
+    """
+    import psutil
+
+    with contextlib.suppress(OSError):
+        while os.read(lifeline, 512):  # the starter never writes: only EOF (or an error) ends this
+            pass
+    _ORPHANED.set()
+    _PLACING.acquire()  # a rename in progress completes; none starts after this
+    victims = psutil.Process().children(recursive=True)
+    for v in victims:
+        with contextlib.suppress(psutil.Error):
+            v.kill()
+    psutil.wait_procs(victims, timeout=2.0)  # dead before their files are removed
+    for d in scratch:
+        shutil.rmtree(d, ignore_errors=True)
+    os._exit(1)
+
+
 class Interrupted(Exception):
     """Ctrl-C or SIGTERM arrived while jobs were running; the workers are already stopped."""
+
+    #: the start of the line that says what is left, and the command's exit code
+    headline = "interrupted"
+    exit_code = 130
 
     def __init__(self, outcomes: dict[Path, dict[str, Any]], stopped: list[Path]) -> None:
         super().__init__("interrupted")
         self.outcomes = outcomes
         self.stopped = stopped  # run directories of the jobs that were running
+
+    def status(self, run_dir: Path) -> str:
+        """The summary's status of a run without outcome."""
+        return "stopped (interrupted)" if run_dir in self.stopped else "not started (interrupted)"
+
+
+class RunLostWorker(Interrupted):
+    """A cluster task lost its worker too often (:class:`executors.WorkerLost`): the run failed; the
+    other tasks are cancelled (queued ones never start, running ones stop their kernel). Reported
+    like an interruption, with exit code 1."""
+
+    exit_code = 1
+
+    def __init__(self, outcomes: dict[Path, dict[str, Any]], job: Job, lost: executors.WorkerLost) -> None:
+        super().__init__(outcomes, [])
+        self.lost = job.run_dir
+        self.headline = f"error: {job.notebook.name} {_describe(job.values)}: {lost}"
+
+    def status(self, run_dir: Path) -> str:
+        return "failed (lost its Dask worker)" if run_dir == self.lost else "not started or cancelled (a run lost its Dask worker)"
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -404,6 +468,14 @@ class _Worker:
     work: Path
     outcome: Path
     log: Path
+    lifeline: int  # write end of the pipe the worker watches (see _watch_parent); -1 once released
+
+    def release(self) -> None:
+        """Close the lifeline once the worker has ended (it would otherwise stay open until we exit)."""
+        if self.lifeline >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.lifeline)
+            self.lifeline = -1
 
 
 def _kill_tree(workers: list[_Worker], grace: float = 1.5) -> None:
@@ -458,7 +530,8 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
                 while pending and len(running) < parallel:
                     if one_at_a_time:
                         print(f"running {pending[0].notebook} {_describe(pending[0].values)}", file=sys.stderr)
-                    running.append(_start_worker(pending.pop(0), control, started, progress and one_at_a_time, timeout))
+                    running.append(_start_worker(pending.pop(0), control, started, progress and one_at_a_time, timeout,
+                                                 scratch=(control,)))
                     started += 1
                 for w in list(running):
                     if w.proc.poll() is not None:
@@ -472,6 +545,7 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
             _kill_tree(running)
             stopped = []
             for w in running:
+                w.release()
                 if w.outcome.exists() and json.loads(w.outcome.read_text() or "{}").get("status") == "ok":
                     outcomes[w.job.run_dir] = _collect(w)  # finished just before the signal
                 else:
@@ -487,14 +561,22 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
 
 
 def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int | None,
-                  drop_env: tuple[str, ...] = ()) -> _Worker:
+                  drop_env: tuple[str, ...] = (), scratch: tuple[Path, ...] = ()) -> _Worker:
+    """Start a worker process executing ``job`` (see :func:`_worker_main`); its files go to ``control``.
+
+    The worker stops itself and its kernel, and removes its temporary run directory and ``scratch``,
+    as soon as this process is gone (:func:`_watch_parent`): call :meth:`_Worker.release` once it has ended.
+    """
     work = _work_dir(job)
     spec_path, outcome, log = (control / f"{index}.{suffix}" for suffix in ("json", "outcome", "log"))
     runtime = control / f"{index}.runtime"  # the kernel's connection file: removed with `control`
     runtime.mkdir()
     terminal = os.dup(2) if show else None  # the worker's bars go to our stderr, the kernel's noise to the log
+    # only this process holds the write end (os.pipe's descriptors are not inherited by other children)
+    watched, lifeline = os.pipe()
     spec = {"notebook": str(job.notebook), "values": job.values, "run_dir": str(job.run_dir), "chapter": job.chapter,
-            "work": str(work), "progress": show, "timeout": timeout, "outcome": str(outcome), "terminal_fd": terminal}
+            "work": str(work), "progress": show, "timeout": timeout, "outcome": str(outcome), "terminal_fd": terminal,
+            "lifeline_fd": watched, "scratch": [str(d) for d in scratch]}
     spec_path.write_text(json.dumps(spec))
     env = {k: v for k, v in os.environ.items() if k not in drop_env} | {"JUPYTER_RUNTIME_DIR": str(runtime)}
     try:
@@ -503,16 +585,21 @@ def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int 
             proc = subprocess.Popen(
                 [sys.executable, "-c", "from dpbayes.book.cli import _worker_main; _worker_main()", str(spec_path)],
                 stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh, env=env, start_new_session=True,
-                pass_fds=(terminal,) if terminal is not None else (),
+                pass_fds=(watched,) if terminal is None else (watched, terminal),
             )
+    except BaseException:
+        os.close(lifeline)
+        raise
     finally:
+        os.close(watched)
         if terminal is not None:
             os.close(terminal)
-    return _Worker(job, proc, work, outcome, log)
+    return _Worker(job, proc, work, outcome, log, lifeline)
 
 
 def _collect(w: _Worker) -> dict[str, Any]:
     """A finished worker's outcome; a worker that died without one is a failed run (its temp dir removed)."""
+    w.release()
     try:
         outcome = json.loads(w.outcome.read_text())
     except (OSError, json.JSONDecodeError):
@@ -535,12 +622,14 @@ def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapt
     import distributed
 
     top = Path(tempfile.mkdtemp(prefix="dpbayes-task-"))
+    w: _Worker | None = None
     try:
         (top / "notebook").mkdir()
         (top / "control").mkdir()
         (top / "notebook" / name).write_bytes(notebook)
         job = Job(top / "notebook" / name, values, top / "runs" / run_name, chapter)
-        w = _start_worker(job, top / "control", 0, False, timeout, drop_env=(executors.SCHEDULER_ENV,))
+        # if this Dask worker dies (killed, restarted by its nanny), the notebook stops and `top` goes too
+        w = _start_worker(job, top / "control", 0, False, timeout, drop_env=(executors.SCHEDULER_ENV,), scratch=(top,))
         stop = distributed.Event(cancel)
         while True:
             try:
@@ -548,8 +637,7 @@ def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapt
                 break
             except subprocess.TimeoutExpired:
                 if stop.is_set():
-                    _kill_tree([w])
-                    return {"status": "stopped (interrupted)", "files": {}}
+                    return {"status": "stopped (interrupted)", "files": {}}  # stopped below
         outcome = _collect(w)
         final = Path(outcome["run_dir"])
         files = {p.relative_to(final).as_posix(): p.read_bytes() for p in sorted(final.rglob("*")) if p.is_file()}
@@ -557,6 +645,10 @@ def _execute_on_worker(name: str, notebook: bytes, values: dict[str, Any], chapt
     except Exception as exc:  # noqa: BLE001 - reported as the run's status
         return {"status": f"failed: {type(exc).__name__}: {exc}".splitlines()[0], "files": {}}
     finally:
+        if w is not None:  # cancelled, or this task failed while it ran: no notebook outlives the task
+            if w.proc.poll() is None:
+                _kill_tree([w])
+            w.release()
         shutil.rmtree(top, ignore_errors=True)
 
 
@@ -579,7 +671,8 @@ def run_jobs_on_cluster(client: Any, jobs: list[Job], progress: bool, timeout: i
 
     Each finished task is written under its run directory as it arrives. Ctrl-C or SIGTERM cancels the
     run's tasks on the cluster (queued ones never start, running ones stop their kernel) and raises
-    :class:`Interrupted`; a task that lost its worker too often raises :class:`executors.WorkerLost`.
+    :class:`Interrupted`; a task that lost its worker too often cancels them too and raises
+    :class:`RunLostWorker` (an :class:`Interrupted`), with the outcomes of the tasks that finished.
     """
     import uuid
 
@@ -602,6 +695,9 @@ def run_jobs_on_cluster(client: Any, jobs: list[Job], progress: bool, timeout: i
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         cancel.set()
         raise Interrupted(outcomes, [j.run_dir for j in jobs if j.run_dir not in outcomes]) from None
+    except executors.WorkerLost as lost:
+        cancel.set()  # map_on_cluster cancelled the futures; a notebook already running stops on this
+        raise RunLostWorker(outcomes, jobs[lost.index], lost) from None
     finally:
         bar.close()
         signal.signal(signal.SIGTERM, old_term)
@@ -826,12 +922,13 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
 
 
 def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path,
-                  stopped: list[Path] | None = None) -> Path:
+                  unfinished: Callable[[Path], str] | None = None) -> Path:
     """One CSV row per run: notebook, parameters, status, directory (relative to the sweep) and recorded
-    scalar results. After an interruption the runs without outcome are listed as stopped or not started."""
+    scalar results. A run without outcome (the sweep was stopped) has the status ``unfinished(run_dir)``
+    (:meth:`Interrupted.status`: stopped, not started, lost its worker, cancelled)."""
     rows = []
     for job in jobs:
-        missing = "stopped (interrupted)" if job.run_dir in (stopped or []) else "not started (interrupted)"
+        missing = unfinished(job.run_dir) if unfinished is not None else "not started"
         outcome = outcomes.get(job.run_dir, {"run_dir": "", "status": missing})
         rel = os.path.relpath(outcome["run_dir"], sweep_dir) if outcome["run_dir"] else ""
         row: dict[str, Any] = {"notebook": job.notebook.name, **job.values, "run_dir": rel, "status": outcome["status"]}
@@ -882,6 +979,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ParameterError(f"--jobs must be an integer >= 1, got {args.jobs}")
     check_timeout(args.timeout)
     scheduler = executors.check_scheduler(args.scheduler, "--scheduler") if args.scheduler else None
+    if scheduler and args.jobs != 1:  # silently ignoring it would hide that it limits nothing
+        raise ParameterError(f"--jobs {args.jobs} does not apply with --scheduler: {JOBS_ON_CLUSTER}")
     if args.refresh_volatile and not args.update_stored:
         raise ParameterError("--refresh-volatile only applies with --update-stored")
     out_base = check_out_dir(Path(args.out) if args.out else root / "runs")  # the kernel runs in the chapter folder
@@ -912,10 +1011,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 outcomes = run_jobs_on_cluster(client, jobs, progress=not args.quiet, timeout=args.timeout)
             else:
                 outcomes = run_jobs(jobs, args.jobs, progress=not args.quiet, timeout=args.timeout)
-        except Interrupted as stop:
+        except Interrupted as stop:  # Ctrl-C, SIGTERM, or a cluster task that lost its worker too often
             bar_open = not args.quiet and client is None and (args.jobs == 1 or len(jobs) == 1)  # papermill's bar ends without a newline
             print(("\n" if bar_open else "") + _interrupted(stop, jobs, is_sweep, created), file=sys.stderr)
-            return 130
+            return stop.exit_code
 
     failed = 0
     for job in jobs:
@@ -935,24 +1034,24 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _interrupted(stop: Interrupted, jobs: list[Job], is_sweep: bool, created: list[Path]) -> str:
-    """Tidy up after Ctrl-C / SIGTERM and say in one line what is left."""
+    """Tidy up after Ctrl-C / SIGTERM / a lost worker and say in one line what is left."""
     done = [j for j in jobs if j.run_dir in stop.outcomes]
     if is_sweep and done:
         sweep = jobs[0].run_dir.parent
-        write_summary(jobs, stop.outcomes, sweep, stop.stopped)
+        write_summary(jobs, stop.outcomes, sweep, stop.status)
         marked = sweep.with_name(sweep.name + "-incomplete")
         if marked.exists():
             shutil.rmtree(marked)
         os.replace(sweep, marked)
-        return (f"interrupted: incomplete sweep kept in {os.path.relpath(marked)} "
+        return (f"{stop.headline}: incomplete sweep kept in {os.path.relpath(marked)} "
                 f"({len(done)} of {len(jobs)} runs done, summary.csv lists which); nothing was stored")
     for d in created:  # only directories this command created, and only if empty
         with contextlib.suppress(OSError):
             d.rmdir()
     if done:
-        return (f"interrupted: {len(done)} of {len(jobs)} notebooks finished (their runs are complete, "
+        return (f"{stop.headline}: {len(done)} of {len(jobs)} notebooks finished (their runs are complete, "
                 f"e.g. {os.path.relpath(done[0].run_dir)}); the rest was stopped; nothing was stored")
-    return "interrupted: nothing was written and nothing was stored"
+    return f"{stop.headline}: nothing was written and nothing was stored"
 
 
 def cmd_params(args: argparse.Namespace) -> int:
@@ -1006,8 +1105,12 @@ def _split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     return rest, pairs
 
 
+#: What sets the parallelism on a cluster (why --jobs is refused with --scheduler).
+JOBS_ON_CLUSTER = ("the Dask cluster's workers set how many notebooks run at once "
+                   "(one per worker thread: start more or fewer `dask worker`s); drop --jobs")
 SCHEDULER_HELP = ("run on a Dask cluster: tcp://HOST:PORT of a running `dask scheduler`, or local:N for a LocalCluster "
-                  "of N processes; several notebooks run as tasks, a single notebook's parallel loops do")
+                  "of N processes; several notebooks run as tasks (as many at once as the workers have threads), "
+                  "a single notebook's parallel loops do")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1018,7 +1121,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
                      help="override a parameter (also -p NAME=VALUE); a comma list on a scalar parameter sweeps it")
     run.add_argument("--out", help="base directory for runs (default: runs/)")
-    run.add_argument("--jobs", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    run.add_argument("--jobs", type=int, default=1,
+                     help="notebooks executed in parallel on this machine (default 1); not with --scheduler, "
+                          "where the cluster's workers set it")
     run.add_argument("--update-stored", action="store_true",
                      help="overwrite the stored notebook outputs and figures/ (default parameters only)")
     run.add_argument("--refresh-volatile", action="store_true",
