@@ -33,9 +33,6 @@ KNOWN_TOO_SMALL = {
     "03-adaptive-truncation/fig-fisher-scores": "2 x 4 panels, 1200 px, 7 pt legend: needs two panels per row",
     "03-adaptive-truncation/fig-fisher-misscaled": "1 x 4 panels, 1200 px, 7 pt legend: needs two panels per row",
     "03-adaptive-truncation/fig2-boxplots": "2 x 4 panels, 1280 px, 8 pt labels: needs two panels per row",
-    # measured when their notebooks were re-stored for the layout record (stop 19): two panels side
-    # by side in an 1100 px figure shrink 7-8 pt text to 6-7.7 px; need one panel per row or 12 pt text
-    "privacy-audit/loss-over-eps": "7 pt in a 900 px figure: 7.3 px",
 }
 
 
