@@ -136,6 +136,19 @@ def test_comparison_bites_on_a_perturbed_png(tmp_path, monkeypatch):
     assert "RMS" in problems[0].detail
 
 
+def test_a_png_of_another_size_is_a_difference_not_a_crash(tmp_path, monkeypatch):
+    # a redrawn figure (other size) used to raise ImageComparisonFailure out of verify-run
+    stored_dir, rel = _one_stored_figure(tmp_path, monkeypatch)
+    fresh_dir = tmp_path / "fresh"
+    shutil.copytree(stored_dir, fresh_dir)
+    png = (fresh_dir / rel).with_suffix(".png")
+    image = plt.imread(png)
+    plt.imsave(png, image[: image.shape[0] // 2])
+    problems = figures.compare_figure_dirs(stored_dir, fresh_dir)
+    assert [p.series for p in problems] == ["png"]
+    assert "size" in problems[0].detail and "\n" not in problems[0].detail
+
+
 @pytest.mark.parametrize("value", [np.nan, -np.inf])
 def test_nonfinite_values_compare_equal_to_themselves(value):
     a = {"data": {"y": [1.0, figures._to_jsonable(value)]}}

@@ -382,8 +382,12 @@ def compare_figure_json(stored: Mapping[str, Any], fresh: Mapping[str, Any], nam
 def compare_figure_png(stored: Path, fresh: Path, tol: float = PNG_RMS_TOLERANCE) -> FigureDifference | None:
     """Compare two PNGs with :func:`matplotlib.testing.compare.compare_images` (RMS tolerance)."""
     from matplotlib.testing.compare import compare_images
+    from matplotlib.testing.exceptions import ImageComparisonFailure
 
-    result = compare_images(str(stored), str(fresh), tol, in_decorator=True)
+    try:
+        result = compare_images(str(stored), str(fresh), tol, in_decorator=True)
+    except ImageComparisonFailure as exc:  # different pixel sizes: the figure was redrawn
+        return FigureDifference(stored.stem, "png", f"{exc} (height, width, channels)".splitlines()[0])
     if result is None:
         return None
     return FigureDifference(stored.stem, "png", f"RMS {result['rms']:.3f} > tolerance {tol} (diff image {result['diff']})")
