@@ -318,7 +318,7 @@ def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, a
         out.append("")
         rows = [(ch, c) for ch in chapters for c in ch.claims]
         if rows:
-            out.append("| Chapter (evidence) | Claim (source §) | Measured | Verdict |")
+            out.append("| Chapter | Claim (source §) | Measured | Verdict |")
             out.append("|---|---|---|---|")
             for ch, c in rows:
                 number = re.match(r"^(\d+)", ch.folder.rsplit("/", 1)[-1])
@@ -502,6 +502,49 @@ def _invalid(p: Any) -> str | None:
     return None
 
 
+# A code line of the book fits the text column at 1300 and 800 px (about 76 monospace characters;
+# tests/browser_layout.py checks every page): longer commands are continued with "\\".
+CODE_LINE_CHARS = 72
+
+
+def shell_command_lines(command: str, width: int = CODE_LINE_CHARS) -> list[str]:
+    """``command`` broken into lines of at most ``width`` characters with shell continuations.
+
+    The program with its subcommand (``.venv/bin/python -m dpbayes run``) and an option with its
+    values (``-p eps 2.0``) stay on one line; the continuation lines are indented by four spaces and
+    every line but the last ends in `` \\``. A single word longer than the line stays whole. The
+    shell reads the lines back as the one command.
+    """
+    head = re.match(r"\S*python\S* -m \S+ \S+|\S+ \S+", command.strip())
+    units: list[str] = [head.group(0)] if head else []
+    for word in command.strip()[head.end() if head else 0:].split():
+        option = word.startswith("-") and not re.match(r"-[\d.]", word)  # -1.0 is a value
+        if units and not option and units[-1].startswith("-"):
+            units[-1] += " " + word  # a value of the option before it
+        else:
+            units.append(word)
+    lines: list[str] = []
+    current = ""
+    for unit in units:
+        indent = "    " if lines else ""
+        candidate = f"{current} {unit}" if current else indent + unit
+        if current and len(candidate) + 2 > width:
+            lines.append(current + " \\")
+            current = "    " + unit
+        else:
+            current = candidate
+    lines.append(current)
+    return lines
+
+
+def shell_comment_lines(text: str, width: int = CODE_LINE_CHARS) -> list[str]:
+    """A ``# comment`` wrapped between words into lines of at most ``width`` characters."""
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent="# ", subsequent_indent="# ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def run_examples_markdown(root: Path) -> str:
     """Per chapter, a ``python -m dpbayes run`` example with a real parameter, plus one rejected value.
 
@@ -527,16 +570,16 @@ def run_examples_markdown(root: Path) -> str:
                     rank = preferred.index(p.name) if p.name in preferred else len(preferred)
                     options.append((rank, nb, p, value))
         if not options:
-            lines.append(f"# {rel}: its notebooks declare no parameter yet")
-            lines.append(f".venv/bin/python -m dpbayes run {rel}")
+            lines += shell_comment_lines(f"{rel}: its notebooks declare no parameter yet")
+            lines += shell_command_lines(f".venv/bin/python -m dpbayes run {rel}")
             lines.append("")
             continue
         options.sort(key=lambda o: (o[0], o[1].name))
         _, nb, p, value = options[0]
         shared = all(p.name in params for params in declared.values())
         target = rel if shared else nb.relative_to(root).as_posix()
-        lines.append(f"# {rel}: {p.name} = {value} instead of {p.default!r} ({p.meaning})")
-        lines.append(f".venv/bin/python -m dpbayes run {target} -p {p.name} {value}")
+        lines += shell_comment_lines(f"{rel}: {p.name} = {value} instead of {p.default!r} ({p.meaning})")
+        lines += shell_command_lines(f".venv/bin/python -m dpbayes run {target} -p {p.name} {value}")
         lines.append("")
         if bad_example is None:
             bad = _invalid(p)
@@ -554,7 +597,7 @@ def run_examples_markdown(root: Path) -> str:
             "A value outside the allowed range is refused before any kernel starts (exit code 2):",
             "",
             "```bash",
-            f".venv/bin/python -m dpbayes run {nb_rel} -p {name} {bad}",
+            *shell_command_lines(f".venv/bin/python -m dpbayes run {nb_rel} -p {name} {bad}"),
             f"# error: {message}",
             "```",
             "",
