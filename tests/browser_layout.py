@@ -9,6 +9,11 @@ Used by ``tests/test_browser.py`` (``make browser``), on every page of the book.
   scrollbar with it. A box that hides the overflow, a scroll box taller than the window (its
   scrollbar "screens below"), and a table running past the right edge of the window are reported
   as ``clipped table``.
+- A table of **running text** (a body cell with ``PROSE_WORDS`` or more words outside code and
+  math) that scrolls sideways in its box, even with its scrollbar in view, is reported as ``text
+  table scrolls sideways``: the reader would scroll back and forth for every line. Its text must
+  wrap within the column, or the table be shown stacked (one block per row, ``dpbayes-stacked``).
+  Tables of numbers may scroll.
 - A **word split** across two lines inside a table cell ("optimu" / "m") is reported as
   ``word split in a table cell``. Words are runs of letters and digits (with inner ``.``, ``,``
   and apostrophes: ``0.0866`` is one word); a break at a space, a hyphen, a slash or a bracket is a
@@ -27,6 +32,8 @@ import urllib.request
 from pathlib import Path
 
 CLIPPED_TABLE = "clipped table"
+SIDEWAYS_TEXT = "text table scrolls sideways"
+PROSE_WORDS = 8  # words in one cell: running text, which is read line by line, not scanned like numbers
 SPLIT_WORD = "word split in a table cell"
 WIDE_CODE = "code wider than the column"
 _REDIRECT = re.compile(r"""<meta\s+http-equiv=["']refresh["']""", re.I)
@@ -58,8 +65,17 @@ async () => {
         break;
       }
     }
+    // running text: the most words (outside code and math) in one body cell
+    let prose = 0;
+    t.querySelectorAll('td').forEach(cell => {
+      if (cell.closest('table') !== t) return;
+      const c = cell.cloneNode(true);
+      c.querySelectorAll('code, pre, kbd, samp, .pre, mjx-container, mjx-assistive-mml, .MathJax, svg, .dpbayes-cell-label')
+        .forEach(e => e.remove());
+      prose = Math.max(prose, c.textContent.split(/\\s+/).filter(w => /\\p{L}{2,}/u.test(w)).length);
+    });
     out.push({first, width: Math.round(content), left: Math.round(r.left), right: Math.round(r.left + content),
-              box, vw, vh});
+              box, vw, vh, prose});
   });
   return out;
 }
@@ -165,7 +181,7 @@ def code_problems(blocks: list[dict]) -> list[str]:
 
 
 def table_problems(tables: list[dict]) -> list[str]:
-    """``clipped table`` problems for the measurements of ``_TABLES_JS``."""
+    """``clipped table`` and ``text table scrolls sideways`` problems for the measurements of ``_TABLES_JS``."""
     problems = []
     for t in tables:
         where = f"table '{t['first']}' ({t['width']} px wide"
@@ -177,6 +193,11 @@ def table_problems(tables: list[dict]) -> list[str]:
                 problems.append(
                     f"{CLIPPED_TABLE}: {where}, scrolls in {box['tag']} {box['width']} px wide but "
                     f"{round(box['height'])} px high: its scrollbar is below the {t['vh']} px window)"
+                )
+            elif t["prose"] >= PROSE_WORDS:
+                problems.append(
+                    f"{SIDEWAYS_TEXT}: {where} in a {box['width']} px {box['tag']}, with up to {t['prose']} words "
+                    "in a cell: running text must wrap in the column, or the table be stacked)"
                 )
         elif t["right"] > t["vw"] + 1:
             problems.append(f"{CLIPPED_TABLE}: {where}, runs {t['right'] - t['vw']} px past the right edge of the {t['vw']} px window)")

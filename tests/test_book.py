@@ -283,3 +283,48 @@ def test_long_commands_are_continued_to_fit_the_column() -> None:
     negative = ".venv/bin/python -m dpbayes run chapters/01-ubapp/01a-lp-and-exact-solver.ipynb -p eps -1.0"
     assert book.shell_command_lines(negative)[-1].endswith("-p eps -1.0")  # -1.0 is a value, not an option
 
+
+STACKED_RST = """
+.. table::
+   :class: dpbayes-stacked
+
+   =====  ==============
+   Claim  Measured $x$
+   =====  ==============
+   a      1
+   b      2 <sup>
+   =====  ==============
+
+=====  =====
+plain  table
+=====  =====
+c      3
+=====  =====
+"""
+
+
+def test_stacked_table_cells_get_their_column_header_as_label() -> None:
+    from docutils import nodes
+    from docutils.core import publish_doctree
+
+    doctree = publish_doctree(STACKED_RST, settings_overrides={"report_level": 5})
+    assert book.label_stacked_cells(doctree) == 4  # body cells of the stacked table only
+    stacked, plain = list(doctree.findall(nodes.table))
+    labels = [n.astext() for n in stacked.findall(nodes.raw)]
+    assert labels == ['<span class="dpbayes-cell-label">Claim</span>', '<span class="dpbayes-cell-label">Measured $x$</span>'] * 2
+    assert not list(plain.findall(nodes.raw))
+    first_cell = next(stacked.findall(nodes.entry, include_self=False))
+    assert not list(first_cell.findall(nodes.raw))  # the header row itself is not labelled
+    # a header with markup characters is escaped
+    doctree = publish_doctree(STACKED_RST.replace("Claim", "C<b>&"), settings_overrides={"report_level": 5})
+    book.label_stacked_cells(doctree)
+    assert '<span class="dpbayes-cell-label">C&lt;b&gt;&amp;</span>' in [n.astext() for n in doctree.findall(nodes.raw)]
+
+
+def test_tables_inside_a_colon_fence_are_found_and_code_fences_are_not() -> None:
+    text = ":::{table}\n:class: dpbayes-stacked\n\n| Claim | Measured | Verdict | Why |\n|---|---|---|---|\n| a | 1 | holds | - |\n:::\n"
+    assert [(header, rows) for _, header, rows in book.markdown_tables(text)] == [
+        (["Claim", "Measured", "Verdict", "Why"], [["a", "1", "holds", "-"]])
+    ]
+    assert book.parse_claims_tables("# T\n\n## Verdicts\n\n" + text, "chapters/09-toy").anchor == "verdicts"
+    assert book.markdown_tables("```\n" + text + "```\n") == []

@@ -224,7 +224,7 @@ def test_chapter_notebooks_are_numbered_n_1_n_2(root: Path) -> None:
 # Wide tables, words split in table cells and over-wide code at 1300 and 800 px, on every page,
 # and the screenshot artefact (issue 16, item 2)
 # --------------------------------------------------------------------------------------------
-from browser_layout import CLIPPED_TABLE, SPLIT_WORD, WIDE_CODE, check_layout  # noqa: E402
+from browser_layout import CLIPPED_TABLE, SIDEWAYS_TEXT, SPLIT_WORD, WIDE_CODE, check_layout  # noqa: E402
 from browser_helpers import CHROMIUM_FLAGS, serve  # noqa: E402
 
 SCREENSHOTS = os.environ.get("DPBAYES_SCREENSHOTS")  # `make browser`: _build/browser/screenshots
@@ -244,8 +244,9 @@ def _layout(root: Path, pages: list[str], screenshot_dir: Path | None = None, he
 
 @needs_book
 def test_tables_and_code_readable_at_1300_and_800_px(root: Path) -> None:
-    """On every page: no table cut off without a scrollbar in view, no word split across lines in a
-    table cell, no code block wider than the column; full-page screenshots of every page at both widths."""
+    """On every page: no table cut off without a scrollbar in view, no table of running text
+    scrolling sideways, no word split across lines in a table cell, no code block wider than the
+    column; full-page screenshots of every page at both widths."""
     pages = [p for p in html_pages(root) if 'http-equiv="refresh"' not in (root / p).read_text(encoding="utf-8")]
     shots = Path(SCREENSHOTS) if SCREENSHOTS else None
     problems, measured = _layout(root, pages, shots)
@@ -291,6 +292,31 @@ def test_clipped_table_check_fails_on_a_broken_page(tmp_path: Path) -> None:
     assert "past the right edge" in problems["past.html"][0], problems["past.html"]
     for good in ("short.html", "capped.html", "narrow.html"):
         assert problems[good] == [], (good, problems[good])
+
+
+PROSE = "the bound holds only for priors whose parameters are at least one half"
+
+
+@needs_chromium
+def test_sideways_text_check_fails_on_a_broken_page(tmp_path: Path) -> None:
+    """A table of running text scrolling sideways in a short box (scrollbar in view) is reported;
+    the same table wrapping in the column, and a wide table of numbers scrolling, are not."""
+    prose_row = "<tr>" + f"<td>{PROSE}</td>" * 5 + "</tr>"
+    numbers_row = "<tr>" + "".join(f"<td>{1000 + i}.{i:04d}</td>" for i in range(40)) + "</tr>"
+    cases = {
+        "sideways.html": f'<div style="overflow: auto; max-height: 80vh"><table style="white-space: nowrap">'
+                         f"<tr><th>claim</th></tr>{prose_row * 3}</table></div>",
+        "wrapped.html": '<div style="overflow-x: auto"><table><tr><th>claim</th></tr>'
+                        + (prose_row * 3).replace("<td>", '<td style="white-space: normal">') + "</table></div>",
+        "numbers.html": f'<div style="overflow-x: auto"><table style="white-space: nowrap">'
+                        f"<tr><th>eps</th></tr>{numbers_row * 3}</table></div>",
+    }
+    for name, html in cases.items():
+        (tmp_path / name).write_text(LAYOUT_PAGE.format(table=html), encoding="utf-8")
+    problems, _ = _layout(tmp_path, list(cases))
+    assert len(problems["sideways.html"]) == len(WIDTHS), problems["sideways.html"]
+    assert all(p.startswith(SIDEWAYS_TEXT) and "13 words" in p for p in problems["sideways.html"]), problems
+    assert problems["wrapped.html"] == [] and problems["numbers.html"] == [], problems
 
 
 SPLIT_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title>

@@ -23,6 +23,11 @@ Section numbers of chapter pages
     Jupyter Book 1.x loads sphinx-multitoc-numbering anyway (it tests the option before reading
     the ``html`` section), whose numbering ignores that mark: with the option off, Sphinx's own
     numbering is put back.
+Stacked tables
+    A Markdown table wrapped in ``:::{table}`` with ``:class: dpbayes-stacked`` gets its column
+    header as a label in front of every body cell (``label_stacked_cells``); ``_static/dpbayes.css``
+    then shows each row as a block of labelled lines instead of side-by-side columns (Chapter 2's
+    verdict table: five columns of long text and formulas).
 Author-year bibliography
     The text cites author-year (``bibtex_reference_style: author_year``); the pybtex style
     ``dpbayes-author-year`` (``bibtex_default_style``), registered here, is pybtex's "plain" with
@@ -81,7 +86,8 @@ def split_row(line: str) -> list[str]:
 def markdown_tables(text: str) -> list[tuple[int, list[str], list[list[str]]]]:
     """Every pipe table of a Markdown text as ``(line number of header, header, rows)``.
 
-    Tables inside fenced code blocks are ignored.
+    Tables inside fenced code blocks are ignored; a colon fence (``:::{table}``) is a MyST
+    directive whose content is Markdown, so tables inside it count.
     """
     lines = text.splitlines()
     tables = []
@@ -89,7 +95,10 @@ def markdown_tables(text: str) -> list[tuple[int, list[str], list[list[str]]]]:
     i = 0
     while i < len(lines):
         stripped = lines[i].strip()
-        marker = re.match(r"^(`{3,}|~{3,}|:{3,})", stripped)
+        marker = re.match(r"^(`{3,}|~{3,})", stripped)
+        if fence is None and re.match(r"^:{3,}", stripped):
+            i += 1
+            continue
         if marker:
             if fence is None:
                 fence = marker.group(1)[0] * 3
@@ -507,6 +516,42 @@ def _invalid(p: Any) -> str | None:
 CODE_LINE_CHARS = 72
 
 
+STACKED_TABLE_CLASS = "dpbayes-stacked"
+
+
+def label_stacked_cells(doctree: Any) -> int:
+    """Give every body cell of a table with class ``dpbayes-stacked`` its column's header as a label.
+
+    The label is a ``<span class="dpbayes-cell-label">`` before the cell's content, so that
+    ``_static/dpbayes.css`` can show each row as a block of "header: content" lines (a table with
+    five columns of long text and formulas reads poorly in a 700 px column). Returns the number of
+    labelled cells.
+    """
+    import html
+
+    from docutils import nodes
+
+    labelled = 0
+    for table in doctree.findall(nodes.table):
+        if STACKED_TABLE_CLASS not in table["classes"]:
+            continue
+        def children(node: Any, kind: type) -> list[Any]:  # not findall: a nested table keeps its own
+            return [child for child in node.children if isinstance(child, kind)]
+
+        for tgroup in children(table, nodes.tgroup):
+            heads = [row for thead in children(tgroup, nodes.thead) for row in children(thead, nodes.row)]
+            if not heads:
+                continue
+            labels = [" ".join(entry.astext().split()) for entry in children(heads[0], nodes.entry)]
+            for tbody in children(tgroup, nodes.tbody):
+                for row in children(tbody, nodes.row):
+                    for label, entry in zip(labels, children(row, nodes.entry)):
+                        span = f'<span class="dpbayes-cell-label">{html.escape(label)}</span>'
+                        entry.insert(0, nodes.raw("", span, format="html"))
+                        labelled += 1
+    return labelled
+
+
 def shell_command_lines(command: str, width: int = CODE_LINE_CHARS) -> list[str]:
     """``command`` broken into lines of at most ``width`` characters with shell continuations.
 
@@ -794,6 +839,9 @@ def setup(app: Any) -> dict[str, Any]:
         if CHAPTER_PAGE_RE.match(env.docname) and env.docname in env.tocs:
             skip_heading_numbers(env.tocs[env.docname])
 
+    def _label_stacked_tables(app: Any, doctree: Any) -> None:
+        label_stacked_cells(doctree)
+
     def _sphinx_section_numbers(app: Any) -> None:
         if not app.config.use_multitoc_numbering:
             TocTreeCollector.assign_section_numbers = sphinx_section_numbering()
@@ -809,6 +857,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("env-get-outdated", _mark_outdated)
     app.connect("doctree-read", _unnumber_chapter_headings, priority=800)
+    app.connect("doctree-read", _label_stacked_tables)
     app.connect("builder-inited", _sphinx_section_numbers, priority=900)
     app.connect("build-finished", _copy_mathjax)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
