@@ -1,4 +1,4 @@
-"""Figures and code on the rendered notebook pages (issue 16, items 3-5), for ``tests/test_browser.py``.
+"""Figures on the rendered notebook pages (issue 16, items 3-4), for ``tests/test_browser.py``.
 
 Per page, at a given window width, in headless Chromium (same Chromium and flags as
 ``browser_helpers``):
@@ -7,9 +7,9 @@ Per page, at a given window width, in headless Chromium (same Chromium and flags
   number ("Fig. 3.2") and text: ``uncaptioned image: <src>``;
 - every such image is shown at least ``min(natural width, column)`` wide, where the column is the
   width ``dpbayes.book.figures.BOOK_COLUMN_PX`` the legibility check of the stored figures assumes:
-  ``figure shown narrower than assumed``;
-- no code block is wider than its box (folded cells are opened first, so hidden code counts):
-  ``code wider than the column: <px>``.
+  ``figure shown narrower than assumed`` (folded cells are opened first).
+
+Code blocks that do not fit the column are checked on every page by ``browser_layout``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from browser_helpers import CHROMIUM_FLAGS, chromium_path, serve
 
 UNCAPTIONED = "uncaptioned image"
 NARROW_FIGURE = "figure shown narrower than assumed"
-WIDE_CODE = "code wider than the column"
 
 _JS = """
 async () => {
@@ -36,11 +35,7 @@ async () => {
               number: cap ? (cap.querySelector('.caption-number') || {}).textContent || '' : '',
               caption: cap ? cap.textContent.trim() : ''};
     });
-  const code = Array.from(article.querySelectorAll('pre'))
-    .filter(p => p.getClientRects().length > 0)
-    .map(p => ({over: p.scrollWidth - p.clientWidth, width: p.scrollWidth, box: p.clientWidth,
-                first: (p.textContent.split('\\n').reduce((a, b) => b.length > a.length ? b : a, '')).slice(0, 90)}));
-  return {images, code};
+  return {images};
 }
 """
 
@@ -51,8 +46,8 @@ def notebook_pages(root: Path) -> list[str]:
                   if "_static" not in p.parts and 'class="cell docutils container' in p.read_text(encoding="utf-8"))
 
 
-def figure_and_code_problems(root: Path, pages: list[str], width: int, column_px: float | None = None,
-                             screenshot_dir: Path | None = None) -> dict[str, list[str]]:
+def figure_problems(root: Path, pages: list[str], width: int, column_px: float | None = None,
+                    screenshot_dir: Path | None = None) -> dict[str, list[str]]:
     """``{page: [problems]}`` for ``pages`` opened in a window ``width`` px wide.
 
     ``column_px``: the column width the figure legibility check assumes (checked only if given).
@@ -74,9 +69,6 @@ def figure_and_code_problems(root: Path, pages: list[str], width: int, column_px
                     if column_px is not None and img["shown"] + 1 < min(img["natural"], column_px):
                         found.append(f"{NARROW_FIGURE}: {img['src']} shown {img['shown']:.0f} px, natural "
                                      f"{img['natural']} px, column assumed {column_px:.0f} px")
-                for block in state["code"]:
-                    if block["over"] > 1:
-                        found.append(f"{WIDE_CODE}: {block['width']} px in a {block['box']} px box: {block['first']!r}")
                 problems[rel] = found
                 if screenshot_dir is not None:
                     screenshot_dir.mkdir(parents=True, exist_ok=True)

@@ -262,3 +262,69 @@ def test_bibliography_labels_are_author_year() -> None:
     style = find_plugin("pybtex.style.formatting", "dpbayes-author-year")()
     formatted = list(style.format_entries(bib.entries.values()))
     assert formatted[0].label == "Dwork et al., 2006"  # sorted by author, labelled author-year
+
+
+def test_long_commands_are_continued_to_fit_the_column() -> None:
+    """Generated shell lines fit ``CODE_LINE_CHARS``; the continued lines are the same words."""
+    command = (".venv/bin/python -m dpbayes run chapters/03-adaptive-truncation/03b-smc-simulated.ipynb "
+               "-p n 1000 -p n_particles 200 -p n_runs 10 -p mcmc_iter 3000 -p mcmc_burn_in 1000")
+    lines = book.shell_command_lines(command)
+    assert lines[0] == ".venv/bin/python -m dpbayes run \\"
+    assert all(len(line) <= book.CODE_LINE_CHARS for line in lines), lines
+    assert all(line.endswith(" \\") for line in lines[:-1]) and not lines[-1].endswith("\\")
+    assert all(line.startswith("    ") for line in lines[1:])
+    assert " ".join(line.removesuffix("\\") for line in lines).split() == command.split()
+    assert not any(line.strip().endswith("-p") for line in lines)  # an option stays with its value
+    assert book.shell_command_lines("make test") == ["make test"]
+    assert book.shell_command_lines("cmd " + "x" * 100) == ["cmd " + "x" * 100]  # one long word stays whole
+    comment = book.shell_comment_lines("chapters/02-posterior-release: eps = 2.0 instead of 1.0 "
+                                       "(privacy parameter the mechanisms are calibrated for)")
+    assert len(comment) == 2 and all(line.startswith("# ") and len(line) <= book.CODE_LINE_CHARS for line in comment)
+    negative = ".venv/bin/python -m dpbayes run chapters/01-ubapp/01a-lp-and-exact-solver.ipynb -p eps -1.0"
+    assert book.shell_command_lines(negative)[-1].endswith("-p eps -1.0")  # -1.0 is a value, not an option
+
+
+STACKED_RST = """
+.. table::
+   :class: dpbayes-stacked
+
+   =====  ==============
+   Claim  Measured $x$
+   =====  ==============
+   a      1
+   b      2 <sup>
+   =====  ==============
+
+=====  =====
+plain  table
+=====  =====
+c      3
+=====  =====
+"""
+
+
+def test_stacked_table_cells_get_their_column_header_as_label() -> None:
+    from docutils import nodes
+    from docutils.core import publish_doctree
+
+    doctree = publish_doctree(STACKED_RST, settings_overrides={"report_level": 5})
+    assert book.label_stacked_cells(doctree) == 4  # body cells of the stacked table only
+    stacked, plain = list(doctree.findall(nodes.table))
+    labels = [n.astext() for n in stacked.findall(nodes.raw)]
+    assert labels == ['<span class="dpbayes-cell-label">Claim</span>', '<span class="dpbayes-cell-label">Measured $x$</span>'] * 2
+    assert not list(plain.findall(nodes.raw))
+    first_cell = next(stacked.findall(nodes.entry, include_self=False))
+    assert not list(first_cell.findall(nodes.raw))  # the header row itself is not labelled
+    # a header with markup characters is escaped
+    doctree = publish_doctree(STACKED_RST.replace("Claim", "C<b>&"), settings_overrides={"report_level": 5})
+    book.label_stacked_cells(doctree)
+    assert '<span class="dpbayes-cell-label">C&lt;b&gt;&amp;</span>' in [n.astext() for n in doctree.findall(nodes.raw)]
+
+
+def test_tables_inside_a_colon_fence_are_found_and_code_fences_are_not() -> None:
+    text = ":::{table}\n:class: dpbayes-stacked\n\n| Claim | Measured | Verdict | Why |\n|---|---|---|---|\n| a | 1 | holds | - |\n:::\n"
+    assert [(header, rows) for _, header, rows in book.markdown_tables(text)] == [
+        (["Claim", "Measured", "Verdict", "Why"], [["a", "1", "holds", "-"]])
+    ]
+    assert book.parse_claims_tables("# T\n\n## Verdicts\n\n" + text, "chapters/09-toy").anchor == "verdicts"
+    assert book.markdown_tables("```\n" + text + "```\n") == []

@@ -53,9 +53,29 @@ def shell_blocks(text: str) -> list[list[str]]:
     return blocks
 
 
+def logical_lines(block: list[str]) -> list[str]:
+    """The block's lines with every shell continuation joined: a command line ending in ``\\``
+    goes on with the next line (the book breaks long commands so that they fit its column)."""
+    out: list[str] = []
+    pending: str | None = None
+    for line in block:
+        if pending is not None:
+            line, pending = f"{pending} {line.strip()}", None
+        stripped = line.rstrip()
+        if stripped.endswith("\\") and not stripped.lstrip().startswith("#"):
+            pending = stripped[:-1].rstrip()
+            continue
+        out.append(line)
+    if pending is not None:
+        raise ValueError(f"the last command of the block ends in a continuation: {pending!r}")
+    return out
+
+
 def commands(block: list[str]) -> list[tuple[list[str], str | None]]:
-    """(argv, expected error or None) per command line; ``# or: CMD`` in a comment is a command too."""
+    """(argv, expected error or None) per command (continued lines joined); ``# or: CMD`` in a
+    comment is a command too."""
     out: list[tuple[list[str], str | None]] = []
+    block = logical_lines(block)
     for i, line in enumerate(block):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
@@ -158,9 +178,30 @@ def test_contributing_parameters_example_parses() -> None:
     assert set(parse_parameters_source(lines)) >= {"eps", "K", "seed"}
 
 
+def test_continued_command_lines_are_one_command() -> None:
+    block = [
+        "# a comment ending in a backslash \\",
+        ".venv/bin/python -m dpbayes run \\",
+        "    chapters/01-ubapp/01a-lp-and-exact-solver.ipynb \\",
+        "    -p K 0",
+        "# error: parameter K must lie in [1, 100000], got 0",
+        "make test",
+    ]
+    assert commands(block) == [
+        ([".venv/bin/python", "-m", "dpbayes", "run", "chapters/01-ubapp/01a-lp-and-exact-solver.ipynb", "-p", "K", "0"],
+         "error: parameter K must lie in [1, 100000], got 0"),
+        (["make", "test"], None),
+    ]
+    with pytest.raises(ValueError, match="continuation"):
+        logical_lines(["make \\"])
+
+
 def test_extraction_sees_the_readme_examples() -> None:
     """The extraction itself must not silently find nothing."""
     readme = [c for name, cmds in CASES if name.startswith("README.md") for c, _ in cmds]
     assert ["make", "test"] in readme
     assert any(c[3:6] == ["run", "chapters/04-counting-queries", "-p"] for c in readme if len(c) > 5)
     assert any(name.startswith("dpbayes-run-examples") for name, _ in CASES)
+    # the generated examples are continued over several lines; each is still one whole command
+    generated = [c for name, cmds in CASES if name.startswith("dpbayes-run-examples") for c, _ in cmds]
+    assert generated and all(c[:4] == [".venv/bin/python", "-m", "dpbayes", "run"] and "-p" in c for c in generated)

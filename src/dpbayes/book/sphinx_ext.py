@@ -23,6 +23,11 @@ Section numbers of chapter pages
     Jupyter Book 1.x loads sphinx-multitoc-numbering anyway (it tests the option before reading
     the ``html`` section), whose numbering ignores that mark: with the option off, Sphinx's own
     numbering is put back.
+Stacked tables
+    A Markdown table wrapped in ``:::{table}`` with ``:class: dpbayes-stacked`` gets its column
+    header as a label in front of every body cell (``label_stacked_cells``); ``_static/dpbayes.css``
+    then shows each row as a block of labelled lines instead of side-by-side columns (Chapter 2's
+    verdict table: five columns of long text and formulas).
 Author-year bibliography
     The text cites author-year (``bibtex_reference_style: author_year``); the pybtex style
     ``dpbayes-author-year`` (``bibtex_default_style``), registered here, is pybtex's "plain" with
@@ -81,7 +86,8 @@ def split_row(line: str) -> list[str]:
 def markdown_tables(text: str) -> list[tuple[int, list[str], list[list[str]]]]:
     """Every pipe table of a Markdown text as ``(line number of header, header, rows)``.
 
-    Tables inside fenced code blocks are ignored.
+    Tables inside fenced code blocks are ignored; a colon fence (``:::{table}``) is a MyST
+    directive whose content is Markdown, so tables inside it count.
     """
     lines = text.splitlines()
     tables = []
@@ -89,7 +95,10 @@ def markdown_tables(text: str) -> list[tuple[int, list[str], list[list[str]]]]:
     i = 0
     while i < len(lines):
         stripped = lines[i].strip()
-        marker = re.match(r"^(`{3,}|~{3,}|:{3,})", stripped)
+        marker = re.match(r"^(`{3,}|~{3,})", stripped)
+        if fence is None and re.match(r"^:{3,}", stripped):
+            i += 1
+            continue
         if marker:
             if fence is None:
                 fence = marker.group(1)[0] * 3
@@ -318,7 +327,7 @@ def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, a
         out.append("")
         rows = [(ch, c) for ch in chapters for c in ch.claims]
         if rows:
-            out.append("| Chapter (evidence) | Claim (source §) | Measured | Verdict |")
+            out.append("| Chapter | Claim (source §) | Measured | Verdict |")
             out.append("|---|---|---|---|")
             for ch, c in rows:
                 number = re.match(r"^(\d+)", ch.folder.rsplit("/", 1)[-1])
@@ -502,6 +511,85 @@ def _invalid(p: Any) -> str | None:
     return None
 
 
+# A code line of the book fits the text column at 1300 and 800 px (about 76 monospace characters;
+# tests/browser_layout.py checks every page): longer commands are continued with "\\".
+CODE_LINE_CHARS = 72
+
+
+STACKED_TABLE_CLASS = "dpbayes-stacked"
+
+
+def label_stacked_cells(doctree: Any) -> int:
+    """Give every body cell of a table with class ``dpbayes-stacked`` its column's header as a label.
+
+    The label is a ``<span class="dpbayes-cell-label">`` before the cell's content, so that
+    ``_static/dpbayes.css`` can show each row as a block of "header: content" lines (a table with
+    five columns of long text and formulas reads poorly in a 700 px column). Returns the number of
+    labelled cells.
+    """
+    import html
+
+    from docutils import nodes
+
+    labelled = 0
+    for table in doctree.findall(nodes.table):
+        if STACKED_TABLE_CLASS not in table["classes"]:
+            continue
+        def children(node: Any, kind: type) -> list[Any]:  # not findall: a nested table keeps its own
+            return [child for child in node.children if isinstance(child, kind)]
+
+        for tgroup in children(table, nodes.tgroup):
+            heads = [row for thead in children(tgroup, nodes.thead) for row in children(thead, nodes.row)]
+            if not heads:
+                continue
+            labels = [" ".join(entry.astext().split()) for entry in children(heads[0], nodes.entry)]
+            for tbody in children(tgroup, nodes.tbody):
+                for row in children(tbody, nodes.row):
+                    for label, entry in zip(labels, children(row, nodes.entry)):
+                        span = f'<span class="dpbayes-cell-label">{html.escape(label)}</span>'
+                        entry.insert(0, nodes.raw("", span, format="html"))
+                        labelled += 1
+    return labelled
+
+
+def shell_command_lines(command: str, width: int = CODE_LINE_CHARS) -> list[str]:
+    """``command`` broken into lines of at most ``width`` characters with shell continuations.
+
+    The program with its subcommand (``.venv/bin/python -m dpbayes run``) and an option with its
+    values (``-p eps 2.0``) stay on one line; the continuation lines are indented by four spaces and
+    every line but the last ends in `` \\``. A single word longer than the line stays whole. The
+    shell reads the lines back as the one command.
+    """
+    head = re.match(r"\S*python\S* -m \S+ \S+|\S+ \S+", command.strip())
+    units: list[str] = [head.group(0)] if head else []
+    for word in command.strip()[head.end() if head else 0:].split():
+        option = word.startswith("-") and not re.match(r"-[\d.]", word)  # -1.0 is a value
+        if units and not option and units[-1].startswith("-"):
+            units[-1] += " " + word  # a value of the option before it
+        else:
+            units.append(word)
+    lines: list[str] = []
+    current = ""
+    for unit in units:
+        indent = "    " if lines else ""
+        candidate = f"{current} {unit}" if current else indent + unit
+        if current and len(candidate) + 2 > width:
+            lines.append(current + " \\")
+            current = "    " + unit
+        else:
+            current = candidate
+    lines.append(current)
+    return lines
+
+
+def shell_comment_lines(text: str, width: int = CODE_LINE_CHARS) -> list[str]:
+    """A ``# comment`` wrapped between words into lines of at most ``width`` characters."""
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent="# ", subsequent_indent="# ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def run_examples_markdown(root: Path) -> str:
     """Per chapter, a ``python -m dpbayes run`` example with a real parameter, plus one rejected value.
 
@@ -527,16 +615,16 @@ def run_examples_markdown(root: Path) -> str:
                     rank = preferred.index(p.name) if p.name in preferred else len(preferred)
                     options.append((rank, nb, p, value))
         if not options:
-            lines.append(f"# {rel}: its notebooks declare no parameter yet")
-            lines.append(f".venv/bin/python -m dpbayes run {rel}")
+            lines += shell_comment_lines(f"{rel}: its notebooks declare no parameter yet")
+            lines += shell_command_lines(f".venv/bin/python -m dpbayes run {rel}")
             lines.append("")
             continue
         options.sort(key=lambda o: (o[0], o[1].name))
         _, nb, p, value = options[0]
         shared = all(p.name in params for params in declared.values())
         target = rel if shared else nb.relative_to(root).as_posix()
-        lines.append(f"# {rel}: {p.name} = {value} instead of {p.default!r} ({p.meaning})")
-        lines.append(f".venv/bin/python -m dpbayes run {target} -p {p.name} {value}")
+        lines += shell_comment_lines(f"{rel}: {p.name} = {value} instead of {p.default!r} ({p.meaning})")
+        lines += shell_command_lines(f".venv/bin/python -m dpbayes run {target} -p {p.name} {value}")
         lines.append("")
         if bad_example is None:
             bad = _invalid(p)
@@ -554,7 +642,7 @@ def run_examples_markdown(root: Path) -> str:
             "A value outside the allowed range is refused before any kernel starts (exit code 2):",
             "",
             "```bash",
-            f".venv/bin/python -m dpbayes run {nb_rel} -p {name} {bad}",
+            *shell_command_lines(f".venv/bin/python -m dpbayes run {nb_rel} -p {name} {bad}"),
             f"# error: {message}",
             "```",
             "",
@@ -751,6 +839,9 @@ def setup(app: Any) -> dict[str, Any]:
         if CHAPTER_PAGE_RE.match(env.docname) and env.docname in env.tocs:
             skip_heading_numbers(env.tocs[env.docname])
 
+    def _label_stacked_tables(app: Any, doctree: Any) -> None:
+        label_stacked_cells(doctree)
+
     def _sphinx_section_numbers(app: Any) -> None:
         if not app.config.use_multitoc_numbering:
             TocTreeCollector.assign_section_numbers = sphinx_section_numbering()
@@ -766,6 +857,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("env-get-outdated", _mark_outdated)
     app.connect("doctree-read", _unnumber_chapter_headings, priority=800)
+    app.connect("doctree-read", _label_stacked_tables)
     app.connect("builder-inited", _sphinx_section_numbers, priority=900)
     app.connect("build-finished", _copy_mathjax)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
