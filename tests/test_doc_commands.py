@@ -83,6 +83,10 @@ def commands(block: list[str]) -> list[tuple[list[str], str | None]]:
         expected = None
         if i + 1 < len(block) and block[i + 1].strip().startswith("# error:"):
             expected = block[i + 1].strip()[2:]
+            for more in block[i + 2:]:  # a long message continues on comment lines indented by "#   "
+                if not more.startswith("#   "):
+                    break
+                expected += " " + more[1:].strip()
         out.append((shlex.split(stripped, comments=True), expected))
         alternative = re.search(r"#\s*or:\s*(.+)$", stripped)
         if alternative:
@@ -194,6 +198,9 @@ def test_continued_command_lines_are_one_command() -> None:
     ]
     with pytest.raises(ValueError, match="continuation"):
         logical_lines(["make \\"])
+    # a long expected error continues on comment lines indented by "#   "
+    long_error = ["make x", "# error: the first part", "#   and the rest", "# a plain comment"]
+    assert commands(long_error) == [(["make", "x"], "error: the first part and the rest")]
 
 
 def test_extraction_sees_the_readme_examples() -> None:
