@@ -32,10 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 NONDEFAULT: dict[str, dict[str, str]] = {
     "01a-lp-and-exact-solver": {"K": "12", "M_spot": "11", "eps_spot": "2.0,0.5", "solver": "CLARABEL", "n_generic": "2",
                                 "seed": "2"},
-    "01b-mse-vs-eps": {"K": "12", "M_theta": "101", "n_runs": "200", "eps_high": "0.005,0.002", "eps_low": "3.0,1.0",
+    "01b-mse-vs-eps": {"K": "12", "M_theta": "101", "n_runs": "200", "eps_grid_high": "0.005,0.002", "eps_grid_low": "3.0,1.0",
                        "seed": "2"},
     "01c-mse-vs-K": {"K_max": "6", "eps_high": "0.002", "eps_low": "3.0", "M_theta": "101", "n_runs": "200", "seed": "2"},
-    "01d-heatmaps": {"K": "12", "eps_values": "1.0,0.01", "M_theta": "101", "n_bins": "11"},
+    "01d-heatmaps": {"K": "12", "eps_grid": "1.0,0.01", "M_theta": "101", "n_bins": "11"},
     "01e-beyond-the-paper": {"K": "12", "M_theta": "101", "eps_grid": "1.0,0.01,0.1", "prior_a": "3.0", "prior_b": "2.0",
                              "K_thresholds": "20,5", "advantage_level": "0.05", "n_scan": "9"},
     "02a-sensitivity-privacy": {"eps": "0.5", "n_max": "8", "prior_a": "1.0,0.1", "prior_b": "1.0,0.1", "gs_n_grid": "1,5,20",
@@ -46,7 +46,7 @@ NONDEFAULT: dict[str, dict[str, str]] = {
     "02c-notes-claims": {"n_grid": "20,8", "eps_grid": "2.0,0.5", "prior_a": "1.0,2.0", "prior_b": "1.0,3.0",
                          "t_factors": "2.0,1.0", "gammas": "0.1", "crossover_eps": "1.0,0.5", "crossover_n_max": "16",
                          "theta": "0.4"},
-    "03a-fisher-intervals": {"eps_list": "3.0,2.0", "n_grid": "11", "mc_n_obs": "40", "mc_n_is": "40", "check_n_is": "80",
+    "03a-fisher-intervals": {"eps_grid": "3.0,2.0", "n_grid": "11", "mc_n_obs": "40", "mc_n_is": "40", "check_n_is": "80",
                              "asym_n_grid": "5", "seed": "2"},
     "03b-smc-simulated": {"n": "30", "n_particles": "20", "n_runs": "2", "methods": "SMC-adaptive,SMC-nonadaptive,MCMC",
                           "eps_grid": "3.0,2.0", "b_grid": "0.4,0.2", "mu_true": "10.0", "sigma2_true": "4.0",
@@ -55,7 +55,7 @@ NONDEFAULT: dict[str, dict[str, str]] = {
     "03c-real-income": {"year": "1990", "n_use": "30", "n_particles": "20", "n_runs": "2", "eps": "2.0", "score": "paper",
                         "nonadaptive_halfwidth": "4.0", "mcmc_iter": "200", "mcmc_burn_in": "50", "store_every": "5",
                         "seed": "2"},
-    "04a-out-of-range": {"n": "20", "eps_list": "0.2,0.05", "p": "0.4", "runs": "1000", "seed": "2"},
+    "04a-out-of-range": {"n": "20", "eps_grid": "0.2,0.05", "p": "0.4", "runs": "1000", "seed": "2"},
     # eps_min above the smallest Monte-Carlo eps: the case where 04b's table once named the wrong value
     "04b-bayes-vs-naive": {"n_small": "20", "n_large": "50", "p": "0.4", "eps_min": "5.0", "eps_max": "20.0", "n_eps": "4",
                            "eps_mc": "10.0,1.0", "eps": "0.5", "n_p": "4", "p_mc": "0.5,0.2", "runs": "1000", "seed": "2"},
@@ -111,7 +111,7 @@ def _figure(run_dir: Path, figure_id: str) -> dict:
 
 
 def _check_01b(values: dict, nb: nbformat.NotebookNode, run_dir: Path) -> None:
-    # eps_high is given unsorted: "at smallest eps" must still be the row of the smallest eps
+    # eps_grid_high is given unsorted: "at smallest eps" must still be the row of the smallest eps
     table = next(t for t in _markdown_tables(nb, raw=True) if t and t[0][:2] == ["quantity", "value"])
     shown = {"|".join(cells[:-1]): float(cells[-1]) for cells in table[2:]}  # a quantity may hold a raw "|"
     data = _figure(run_dir, "fig3-mse-high-privacy")["data"]

@@ -218,3 +218,30 @@ def test_params_json_never_holds_infinity(book):
     (run_dir,) = (book / "runs").iterdir()
     text = (run_dir / "params.json").read_text()
     assert "Infinity" not in text and json.loads(text)["parameters"] == {"x": 1e308}
+
+
+@pytest.mark.parametrize(("target", "old", "new"), [
+    (f"{CH3}/03a-fisher-intervals.ipynb", "eps_list", "eps_grid"),
+    (CH3, "eps_list", "eps_grid"),
+    ("chapters/01-ubapp/01d-heatmaps.ipynb", "eps_values", "eps_grid"),
+    ("chapters/01-ubapp/01b-mse-vs-eps.ipynb", "eps_high", "eps_grid_high"),
+])
+def test_an_old_parameter_name_says_its_new_name(target, old, new):
+    result = dpbayes(ROOT, "run", target, "-p", old, "1.0", "--dry-run")
+    assert_refused(result, f"unknown parameter {old}", f"{old} was renamed {new}")
+
+
+def test_one_name_for_the_swept_privacy_levels():
+    """``eps`` is one privacy level, ``eps_grid`` the list a notebook sweeps: no notebook declares an old name."""
+    from dpbayes.book.params import RENAMED_PARAMETERS
+
+    for nb in sorted((ROOT / "chapters").rglob("*.ipynb")):
+        declared = notebook_parameters(nb)
+        for old, new in RENAMED_PARAMETERS.items():
+            if old in declared:  # allowed only as a single level (01c's eps_high / eps_low)
+                assert declared[old].type == "float", f"{nb.name}: {old} is a {declared[old].type}; call it {new}"
+        for name, p in declared.items():
+            if name == "eps" or name.startswith("eps_grid"):
+                assert (p.type == "float") == (name == "eps"), f"{nb.name}: {name} is a {p.type}"
+    result = dpbayes(ROOT, "run", "chapters/01-ubapp", "-p", "eps_high", "0.002", "--dry-run")
+    assert result.returncode == 0, result.stderr  # 01c's single eps_high is still a parameter

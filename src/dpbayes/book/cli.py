@@ -61,7 +61,8 @@ from dpbayes.book.figures import (
 )
 from dpbayes.book.progress import PROGRESS_FILE_ENV, read_report
 from dpbayes.book import constraints
-from dpbayes.book.params import Parameter, ParameterError, notebook_parameters, split_list, validate_overrides
+from dpbayes.book.params import (Parameter, ParameterError, notebook_parameters, renamed_hint, split_list,
+                                 validate_overrides)
 
 EXIT_USAGE = 2
 SCALAR_TYPES = ("int", "float", "bool", "str")
@@ -168,7 +169,8 @@ def plan_jobs(target: Path, raw: dict[str, str], out_base: Path, update_stored: 
     for name in raw:
         if not any(name in d for d in declared_by_nb.values()):
             known = sorted({n for d in declared_by_nb.values() for n in d})
-            raise ParameterError(f"unknown parameter {name} for {target} (declared: {', '.join(known) or 'none'})")
+            raise ParameterError(f"unknown parameter {name} for {target} "
+                                 f"(declared: {', '.join(known) or 'none'}{renamed_hint(name, known)})")
     if update_stored and raw:
         raise ParameterError("--update-stored only stores runs with the default parameters; drop the -p options")
     skipped = [nb for nb, d in declared_by_nb.items() if raw and not any(k in d for k in raw)]

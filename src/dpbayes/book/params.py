@@ -27,6 +27,7 @@ import json
 import math
 import re
 import tokenize
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -226,12 +227,30 @@ def notebook_parameters(path: str | Path) -> dict[str, Parameter]:
     return parse_parameters_source("".join(source) if isinstance(source, list) else source)
 
 
+RENAMED_PARAMETERS: dict[str, str] = {
+    "eps_list": "eps_grid",  # 03a, 04a
+    "eps_values": "eps_grid",  # 01d
+    "eps_high": "eps_grid_high",  # 01b (01c's eps_high, a single eps, keeps its name)
+    "eps_low": "eps_grid_low",  # 01b (likewise)
+}
+"""Old parameter names -> new ones (stop 20). One rule across the book: ``eps`` is one privacy level,
+``eps_grid`` the list of privacy levels a notebook sweeps (``eps_grid_<role>`` when it has two), so that
+``-p eps_grid ...`` on a chapter reaches every notebook that sweeps eps."""
+
+
+def renamed_hint(name: str, declared: Iterable[str]) -> str:
+    """``"; OLD was renamed NEW"`` when ``name`` is an old name whose new name is declared, else ``""``."""
+    new = RENAMED_PARAMETERS.get(name)
+    return f"; {name} was renamed {new}" if new is not None and new in set(declared) else ""
+
+
 def validate_overrides(declared: dict[str, Parameter], overrides: dict[str, Any], where: str = "") -> dict[str, Any]:
     """Convert and check user overrides against the declarations; unknown names are errors."""
     values: dict[str, Any] = {}
     for name, raw in overrides.items():
         if name not in declared:
             known = ", ".join(declared) or "none"
-            raise ParameterError(f"unknown parameter {name}{' for ' + where if where else ''} (declared: {known})")
+            raise ParameterError(f"unknown parameter {name}{' for ' + where if where else ''} "
+                                 f"(declared: {known}{renamed_hint(name, declared)})")
         values[name] = declared[name].convert(raw)
     return values
