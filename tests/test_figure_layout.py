@@ -21,12 +21,25 @@ import pytest  # noqa: E402
 from dpbayes.book import figures  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-STORED = sorted(p for p in (ROOT / "figures").glob("*/*.json") if not p.name.startswith("results-"))
+FIGURES = ROOT / "figures"
+# the default figures and those of stored runs (figures/<chapter>/runs/<label>/): the chapter pages show both
+STORED = sorted(p for pattern in ("*/*.json", "*/runs/*/*.json") for p in FIGURES.glob(pattern)
+                if not p.name.startswith("results-") and p.name != "run.json")
+
+
+def _name(path: Path) -> str:
+    return path.relative_to(FIGURES).with_suffix("").as_posix()
 
 # Stored before save_figure recorded a layout: (chapter/id) -> why. Re-storing the notebook
 # records it; the test then measures the figure and this entry must go. (Empty: every stored
 # figure has been re-stored since.)
-NOT_YET_MEASURED: dict[str, str] = {}
+NOT_YET_MEASURED: dict[str, str] = {
+    # stored runs made before the layout record; re-executed with `verify-run` and re-stored with
+    # `store-run --force` (81 and 30 minutes), after which these entries go
+    "03-adaptive-truncation/runs/paper-scale/fig1-particles": "stored run, 1300 px wide: 4 columns of panels",
+    "03-adaptive-truncation/runs/paper-scale/fig2-boxplots": "stored run, 1280 px wide: 2 x 4 panels",
+    "03-adaptive-truncation/runs/full-data/fig3-real-data-particles": "stored run, 1300 px wide: 1 x 4 panels",
+}
 
 # Measured and too small, known: (chapter/id) -> why. Any other figure below the minimum fails.
 KNOWN_TOO_SMALL: dict[str, str] = {}  # (empty since stop 20: all 12 figures listed at stop 19 were redrawn)
@@ -44,7 +57,7 @@ def too_small(layout: dict, name: str) -> str | None:
 def test_every_stored_figure_is_legible_in_the_column():
     problems, unmeasured = [], []
     for path in STORED:
-        name = f"{path.parent.name}/{path.stem}"
+        name = _name(path)
         layout = json.loads(path.read_text()).get("layout")
         if layout is None:
             if name not in NOT_YET_MEASURED:
@@ -65,8 +78,10 @@ def test_no_stored_figure_hides_a_curve_under_a_legend_or_an_inset():
     """A legend or inset drawn over plotted data hides what the figure is for (issue 16, item 4)."""
     problems = []
     for path in STORED:
-        name = f"{path.parent.name}/{path.stem}"
+        name = _name(path)
         layout = json.loads(path.read_text()).get("layout") or {}
+        if name in NOT_YET_MEASURED:
+            continue  # checked by the legibility test: it must be re-stored
         if "covered_curve_px" not in layout:
             problems.append(f"{name}: no covered_curve_px recorded (re-store its notebook)")
         elif layout["covered_curve_px"] > 0:
