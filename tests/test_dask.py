@@ -27,7 +27,7 @@ import pytest
 from test_cli import BODY, PARAMS
 from test_interrupt import BODY as SLOW_BODY
 from test_interrupt import PARAMS as SLOW_PARAMS
-from tiny_book import write_tiny_book
+from tiny_book import sigint_as_at_a_terminal, write_tiny_book
 
 from dpbayes import executors, smc_study
 from dpbayes.book import cli
@@ -240,7 +240,7 @@ def test_ctrl_c_on_the_client_stops_the_notebooks_on_the_cluster(cluster, tmp_pa
         workers = list(c.run(os.getpid).values())
     proc = subprocess.Popen([sys.executable, "-m", "dpbayes", "run", "chapters/00-demo/00a-slow.ipynb", "-p", "eps", "1,2",
                              "--quiet", "--scheduler", cluster.address], cwd=book, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_at_a_terminal)
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while not _kernels(workers):  # a notebook is executing on a worker
