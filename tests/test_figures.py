@@ -122,11 +122,16 @@ def test_comparison_bites_on_a_perturbed_json_value(tmp_path, monkeypatch):
     assert "largest |diff|" in problems[0].detail
 
 
-def test_comparison_bites_on_a_perturbed_png(tmp_path, monkeypatch):
+def _fresh_copy_png(tmp_path, monkeypatch):
+    """A stored figure, a fresh copy of its folder, and the copy's PNG (to be altered by the test)."""
     stored_dir, rel = _one_stored_figure(tmp_path, monkeypatch)
     fresh_dir = tmp_path / "fresh"
     shutil.copytree(stored_dir, fresh_dir)
-    png = (fresh_dir / rel).with_suffix(".png")
+    return stored_dir, fresh_dir, (fresh_dir / rel).with_suffix(".png")
+
+
+def test_comparison_bites_on_a_perturbed_png(tmp_path, monkeypatch):
+    stored_dir, fresh_dir, png = _fresh_copy_png(tmp_path, monkeypatch)
     image = plt.imread(png)
     h, w = image.shape[:2]
     image[h // 4 : 3 * h // 4, w // 4 : 3 * w // 4, :3] = 1.0 - image[h // 4 : 3 * h // 4, w // 4 : 3 * w // 4, :3]
@@ -138,10 +143,7 @@ def test_comparison_bites_on_a_perturbed_png(tmp_path, monkeypatch):
 
 def test_a_png_of_another_size_is_a_difference_not_a_crash(tmp_path, monkeypatch):
     # a redrawn figure (other size) used to raise ImageComparisonFailure out of verify-run
-    stored_dir, rel = _one_stored_figure(tmp_path, monkeypatch)
-    fresh_dir = tmp_path / "fresh"
-    shutil.copytree(stored_dir, fresh_dir)
-    png = (fresh_dir / rel).with_suffix(".png")
+    stored_dir, fresh_dir, png = _fresh_copy_png(tmp_path, monkeypatch)
     image = plt.imread(png)
     plt.imsave(png, image[: image.shape[0] // 2])
     problems = figures.compare_figure_dirs(stored_dir, fresh_dir)

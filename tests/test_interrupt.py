@@ -42,7 +42,7 @@ print(x)
 @pytest.fixture()
 def book(tmp_path: Path) -> Path:
     root = tmp_path / "book"
-    root.mkdir()
+    (root / "marks").mkdir(parents=True)  # where the slow notebooks mark that they run
     return write_tiny_book(root, "00a-slow.ipynb", PARAMS, BODY)
 
 
@@ -56,20 +56,24 @@ def _gone(procs: list[psutil.Process]) -> bool:
     return True
 
 
+def wait_for_kernels(proc: subprocess.Popen, marks: Path, started: int) -> list[psutil.Process]:
+    """Wait until ``started`` slow notebooks have marked that they run; the processes ``proc`` started."""
+    deadline = time.monotonic() + 120
+    while len(list(marks.iterdir())) < started:
+        assert time.monotonic() < deadline and proc.poll() is None, "the slow notebooks never started"
+        time.sleep(0.05)
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert len(children) >= 2 * started  # a worker and its kernel per running notebook
+    return children
+
+
 def interrupt(book: Path, sig: int, started: int, *args: str) -> tuple[subprocess.CompletedProcess, float]:
     """Start the run, wait until ``started`` slow kernels run, send ``sig`` as a terminal would."""
-    marks = book / "marks"
-    marks.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "dpbayes", "run", "chapters/00-demo", *args], cwd=book,
-                            env={**os.environ, "MARK_DIR": str(marks)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, preexec_fn=sigint_as_at_a_terminal)
+                            env={**os.environ, "MARK_DIR": str(book / "marks")}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=sigint_as_at_a_terminal)
     try:
-        deadline = time.monotonic() + 120
-        while len(list(marks.iterdir())) < started:
-            assert time.monotonic() < deadline and proc.poll() is None, "the slow notebooks never started"
-            time.sleep(0.05)
-        started_procs = psutil.Process(proc.pid).children(recursive=True)
-        assert len(started_procs) >= 2 * started  # a worker and its kernel per running notebook
+        started_procs = wait_for_kernels(proc, book / "marks", started)
         t0 = time.monotonic()
         if sig == signal.SIGINT:
             os.killpg(proc.pid, sig)  # Ctrl-C: the terminal signals the foreground process group
@@ -137,18 +141,12 @@ def test_a_killed_run_leaves_no_notebook_running(book: Path, args: tuple[str, ..
     sessions of their own, notice that their parent is gone, stop with their kernels and remove their
     temporary run directories."""
     marks = book / "marks"
-    marks.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "dpbayes", "run", "chapters/00-demo", *args, "--quiet"], cwd=book,
                             env={**os.environ, "MARK_DIR": str(marks)}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     orphans: list[psutil.Process] = []
     try:
-        deadline = time.monotonic() + 120
-        while len(list(marks.iterdir())) < started:
-            assert time.monotonic() < deadline and proc.poll() is None, "the slow notebooks never started"
-            time.sleep(0.05)
-        orphans = psutil.Process(proc.pid).children(recursive=True)
-        assert len(orphans) >= 2 * started  # a worker and its kernel per running notebook
+        orphans = wait_for_kernels(proc, marks, started)
         assert list((book / "runs").rglob(".tmp-*"))
         t0 = time.monotonic()
         proc.kill()  # this process only: what it started is left to itself
