@@ -141,22 +141,19 @@ def column_subplots(nrows: int = 1, ncols: int = 1, *, panel_height_in: float = 
 
 
 def legend_below(fig: Any, *, ncol: int = 2, fontsize: float | None = None) -> Any:
-    """One legend for all panels of ``fig``, below them, and the panels laid out above it.
+    """One legend for all panels of ``fig``, below them (matplotlib's constrained layout).
 
     Every labelled artist of every axes appears once (the first one with that label), so a
-    reference line drawn in only some panels is still explained. The legend sits under the panels,
-    where it cannot hide a curve (``covered_curve_px``); ``tight_layout`` then keeps the panels
-    clear of it. Call after everything is plotted; returns the legend.
+    reference line drawn in only some panels is still explained. The legend sits outside the
+    panels, where it cannot hide a curve (``covered_curve_px``); the figure switches to the
+    constrained layout, which makes room for it. Call after everything is plotted; returns the legend.
     """
     entries: dict[str, Any] = {}
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             entries.setdefault(label, handle)
-    legend = fig.legend(list(entries.values()), list(entries), loc="lower center", ncol=ncol, fontsize=fontsize)
-    fig.canvas.draw()  # the legend's height is known only once drawn
-    height = legend.get_window_extent().height / fig.bbox.height
-    fig.tight_layout(rect=(0.0, min(height + 0.01, 0.5), 1.0, 1.0))
-    return legend
+    fig.set_layout_engine("constrained")
+    return fig.legend(list(entries.values()), list(entries), loc="outside lower center", ncol=ncol, fontsize=fontsize)
 
 
 def figure_layout(fig: Any) -> dict[str, Any]:
