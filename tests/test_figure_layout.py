@@ -30,6 +30,7 @@ STORED = sorted(p for pattern in ("*/*.json", "*/runs/*/*.json") for p in FIGURE
 def _name(path: Path) -> str:
     return path.relative_to(FIGURES).with_suffix("").as_posix()
 
+
 # Stored before save_figure recorded a layout: (chapter/id) -> why. Re-storing the notebook
 # records it; the test then measures the figure and this entry must go. (Empty: every stored
 # figure has been re-stored since.)
