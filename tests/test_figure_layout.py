@@ -34,12 +34,7 @@ def _name(path: Path) -> str:
 # Stored before save_figure recorded a layout: (chapter/id) -> why. Re-storing the notebook
 # records it; the test then measures the figure and this entry must go. (Empty: every stored
 # figure has been re-stored since.)
-NOT_YET_MEASURED: dict[str, str] = {
-    # stored runs made before the layout record; re-executed with `verify-run` and re-stored with
-    # `store-run --force` (81 minutes), after which these entries go
-    "03-adaptive-truncation/runs/paper-scale/fig1-particles": "stored run, 1300 px wide: 4 columns of panels",
-    "03-adaptive-truncation/runs/paper-scale/fig2-boxplots": "stored run, 1280 px wide: 2 x 4 panels",
-}
+NOT_YET_MEASURED: dict[str, str] = {}  # (the stored runs were re-executed and re-stored at stop 20)
 
 # Measured and too small, known: (chapter/id) -> why. Any other figure below the minimum fails.
 KNOWN_TOO_SMALL: dict[str, str] = {}  # (empty since stop 20: all 12 figures listed at stop 19 were redrawn)
