@@ -61,7 +61,7 @@ from dpbayes.book.figures import (
 )
 from dpbayes.book.progress import PROGRESS_FILE_ENV, read_report
 from dpbayes.book import constraints
-from dpbayes.book.params import (Parameter, ParameterError, notebook_parameters, renamed_hint, split_list,
+from dpbayes.book.params import (Parameter, ParameterError, notebook_parameters, split_list, unknown_parameter,
                                  validate_overrides)
 
 EXIT_USAGE = 2
@@ -168,9 +168,7 @@ def plan_jobs(target: Path, raw: dict[str, str], out_base: Path, update_stored: 
         raise ParameterError(f"cannot read the parameters of the notebooks under {target}: {type(exc).__name__}") from None
     for name in raw:
         if not any(name in d for d in declared_by_nb.values()):
-            known = sorted({n for d in declared_by_nb.values() for n in d})
-            raise ParameterError(f"unknown parameter {name} for {target} "
-                                 f"(declared: {', '.join(known) or 'none'}{renamed_hint(name, known)})")
+            raise unknown_parameter(name, sorted({n for d in declared_by_nb.values() for n in d}), str(target))
     if update_stored and raw:
         raise ParameterError("--update-stored only stores runs with the default parameters; drop the -p options")
     skipped = [nb for nb, d in declared_by_nb.items() if raw and not any(k in d for k in raw)]

@@ -182,7 +182,6 @@ def covered_curve_px(fig: Any) -> float:
     its title and tick labels) are counted. A legend placed over data, or an inset covering a
     curve, gives a positive length; ``0.0`` means nothing is hidden. Call after the figure is drawn.
     """
-
     renderer = fig.canvas.get_renderer()
     figure_covers = [leg.get_window_extent(renderer) for leg in fig.legends if leg.get_visible()]
     hidden = 0.0

@@ -238,10 +238,14 @@ RENAMED_PARAMETERS: dict[str, str] = {
 ``-p eps_grid ...`` on a chapter reaches every notebook that sweeps eps."""
 
 
-def renamed_hint(name: str, declared: Iterable[str]) -> str:
-    """``"; OLD was renamed NEW"`` when ``name`` is an old name whose new name is declared, else ``""``."""
+def unknown_parameter(name: str, declared: Iterable[str], where: str = "") -> ParameterError:
+    """The error for a ``-p`` name that ``where`` (a notebook or a chapter) does not declare: it lists
+    the declared names and, for an old name (:data:`RENAMED_PARAMETERS`), says its new one."""
+    declared = list(declared)
     new = RENAMED_PARAMETERS.get(name)
-    return f"; {name} was renamed {new}" if new is not None and new in set(declared) else ""
+    hint = f"; {name} was renamed {new}" if new is not None and new in declared else ""
+    return ParameterError(f"unknown parameter {name}{' for ' + where if where else ''} "
+                          f"(declared: {', '.join(declared) or 'none'}{hint})")
 
 
 def validate_overrides(declared: dict[str, Parameter], overrides: dict[str, Any], where: str = "") -> dict[str, Any]:
@@ -249,8 +253,6 @@ def validate_overrides(declared: dict[str, Parameter], overrides: dict[str, Any]
     values: dict[str, Any] = {}
     for name, raw in overrides.items():
         if name not in declared:
-            known = ", ".join(declared) or "none"
-            raise ParameterError(f"unknown parameter {name}{' for ' + where if where else ''} "
-                                 f"(declared: {known}{renamed_hint(name, declared)})")
+            raise unknown_parameter(name, declared, where)
         values[name] = declared[name].convert(raw)
     return values
