@@ -216,17 +216,19 @@ def check_layout(
     """
     problems: dict[str, list[str]] = {p: [] for p in pages}
     measured: dict[str, list[dict]] = {}
+    redirects = set()  # redirect stubs (index.html -> intro.html): the page they lead to is measured
+    for rel in pages:
+        with urllib.request.urlopen(base_url + rel, timeout=30) as resp:
+            if _REDIRECT.search(resp.read().decode("utf-8", errors="replace")):
+                redirects.add(rel)
     for width in widths:
         context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")
         try:
             page = context.new_page()
             for rel in pages:
                 url = base_url + rel
-                with urllib.request.urlopen(url, timeout=30) as resp:
-                    redirect = _REDIRECT.search(resp.read().decode("utf-8", errors="replace"))
                 page.goto(url, wait_until="load", timeout=30_000)
-                if redirect:
-                    # a redirect stub (index.html -> intro.html): measure the page it leads to
+                if rel in redirects:
                     page.wait_for_url(lambda u: u != url, timeout=30_000)
                     page.wait_for_load_state("load")
                 tables = page.evaluate(_TABLES_JS)
