@@ -43,6 +43,9 @@ _SPACE = re.compile(r"[ \t]+")
 _RULE = re.compile(r"-{3,}")
 # MIME types (and stream names) whose text is compared with numbers to a tolerance
 TEXT_KEYS = ("text/plain", "text/markdown", "text/html", "text/latex", "stdout", "stderr", "evalue")
+# a value glued for a page (dpbayes.book.pagevalues) is stored under this prefix: compared the same way
+GLUE_PREFIX = "application/papermill.record/"
+TEXT_KEYS = TEXT_KEYS + tuple(GLUE_PREFIX + k for k in TEXT_KEYS[:4])
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,35 @@ def _flatten(cell: Any, outputs: list[Any], skip: tuple[str, ...]) -> dict[str, 
     return flat
 
 
+def _glue_names(outputs: list[Any]) -> list[str]:
+    """The glue keys of a cell's glued outputs, in output order."""
+    return [((out.get("metadata") or {}).get("scrapbook") or {}).get("name", "?")
+            for out in outputs if any(k.startswith(GLUE_PREFIX) for k in (out.get("data") or {}))]
+
+
+def pages_showing(notebook: str, key: str) -> list[str]:
+    """The book pages (``*.md`` under the book's root) whose ``{glued}`` roles show ``key`` of ``notebook``."""
+    from pathlib import Path
+
+    from dpbayes.book.pagevalues import glued_references, resolve_notebook
+
+    nb = Path(notebook).resolve()
+    root = next((p for p in nb.parents if (p / "_toc.yml").exists()), None)
+    if root is None:
+        return []
+    pages = []
+    for page in sorted(root.rglob("*.md")):
+        if any(part.startswith((".", "_build")) for part in page.relative_to(root).parts):
+            continue
+        for ref in glued_references(page.read_text(encoding="utf-8")):
+            try:
+                if ref.key == key and resolve_notebook(ref.ref, page.parent, root).resolve() == nb:
+                    pages.append(f"{page.relative_to(root).as_posix()}:{ref.line}")
+            except ValueError:
+                continue
+    return pages
+
+
 def _log_moved(cell: Any, key: str, moved: list[tuple[str, str, Decimal]]) -> None:
     path = os.environ.get("NBVAL_NUMERIC_LOG")
     if not path or not moved:
@@ -176,11 +208,17 @@ def compare_outputs(self: Any, test: list[Any], ref: list[Any], skip_compare: An
         if len(stored_values) != len(fresh_values):
             self.comparison_traceback.append(f"{key}: {len(stored_values)} stored outputs, {len(fresh_values)} fresh")
             return False
-        for s, f in zip(stored_values, fresh_values):
+        for i, (s, f) in enumerate(zip(stored_values, fresh_values)):
             mismatch, moved = compare_value(s, f, key)
             _log_moved(self, key, moved)
             if mismatch is not None:
-                self.comparison_traceback.append(f"{self.nodeid} [{key}]: {mismatch.describe()}")
+                where = key
+                if key.startswith(GLUE_PREFIX):
+                    names = _glue_names(ref)
+                    glue_key = names[i] if i < len(names) else "?"
+                    shown = pages_showing(str(self.parent.fspath), glue_key)
+                    where = f"glued value {glue_key!r}, shown on {', '.join(shown) or 'no page'}"
+                self.comparison_traceback.append(f"{self.nodeid} [{where}]: {mismatch.describe()}")
                 return False
     return True
 

@@ -54,6 +54,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dpbayes.book.formatting import escape_cell
+from dpbayes.book.pagevalues import rebase_glued, resolve_glued_text, resolve_notebook
 
 CLAIMS_HEADER = ("claim", "measured", "verdict", "why")
 VERDICT_ORDER = ("reproduced", "partly", "corrected", "not reproduced")
@@ -199,10 +200,13 @@ class Claim:
     measured: str
     verdict: str
     why: str
+    # the verdict cell with its glued values filled in from the stored notebook outputs (a verdict
+    # that a rule decides is a ``{glued}`` word): what the dashboard classifies
+    verdict_text: str | None = None
 
     @property
     def kind(self) -> str:
-        return normalise_verdict(self.verdict)
+        return normalise_verdict(self.verdict if self.verdict_text is None else self.verdict_text)
 
 
 @dataclass
@@ -257,7 +261,7 @@ def rebase_links(cell: str, folder: str) -> str:
     out = _DOC_ROLE_RE.sub(lambda m: "{doc}`" + (m.group(1) or "") + fix(m.group(2)) + m.group(3) + "`", out)
     # normalise "chapters/01-x/../02-y" to "chapters/02-y"
     out = re.sub(r"[\w.-]+/\.\./", "", out)
-    return _FOOTNOTE_RE.sub("", out)
+    return _FOOTNOTE_RE.sub("", rebase_glued(out, folder))
 
 
 def _cell(text: str) -> str:
@@ -414,7 +418,12 @@ def collect_claims(root: Path, dependencies: list[Path] | None = None) -> list[C
         text, used = expand_includes((d / "index.md").read_text(encoding="utf-8"), d)
         if dependencies is not None:
             dependencies.extend([d / "index.md", *used])
-        found.append(parse_claims_tables(text, d.relative_to(root).as_posix()))
+        chapter = parse_claims_tables(text, d.relative_to(root).as_posix())
+        for claim in chapter.claims:
+            claim.verdict_text = resolve_glued_text(claim.verdict, d, root)
+        if dependencies is not None:
+            dependencies.extend(sorted(d.glob("*.ipynb")))
+        found.append(chapter)
     return found
 
 
@@ -806,6 +815,31 @@ def setup(app: Any) -> dict[str, Any]:
                 env.note_dependency(str(nb))
             return run_examples_markdown(root)
 
+    def glued_role(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
+                   options: Any = None, content: Any = None) -> tuple[list[Any], list[Any]]:
+        """``{glued}`ref::key```: myst-nb's cross-document ``{glue:text}`` for a notebook named
+        by the start of its file name (``dpbayes.book.pagevalues``)."""
+        from docutils import nodes
+        from myst_nb.ext.glue.utils import PendingGlueReferenceError, create_pending_glue_ref
+
+        document = inliner.document
+        env = document.settings.env
+        root = Path(env.srcdir)
+        ref, sep, key = text.partition("::")
+        try:
+            if not sep or not ref.strip() or not key.strip():
+                raise ValueError(f"{{glued}} needs `notebook::key`, got {text!r}")
+            notebook = resolve_notebook(ref.strip(), Path(env.doc2path(env.docname)).parent, root)
+            env.note_dependency(str(notebook))
+            pending = create_pending_glue_ref(document, document["source"], lineno,
+                                              "/" + notebook.relative_to(root).as_posix(), key.strip(),
+                                              inline=True, gtype="text", fmt_spec="s")
+        except (ValueError, PendingGlueReferenceError) as exc:
+            msg = inliner.reporter.warning(str(exc), line=lineno)
+            problem = inliner.problematic(rawtext, rawtext, msg)
+            return [problem], [msg]
+        return [pending if isinstance(pending, nodes.Node) else nodes.Text(str(pending))], []
+
     def _check_mathjax_path(app: Any, config: Any) -> None:
         path = str(config.mathjax_path or "")
         if re.match(r"^(https?:)?//", path):
@@ -850,6 +884,7 @@ def setup(app: Any) -> dict[str, Any]:
         # pages that hold a directive are rebuilt whenever any chapter page or notebook changes
         return [doc for doc in ("intro", "rerun") if doc in env.found_docs and (added or changed or removed)]
 
+    app.add_role("glued", glued_role)
     app.add_directive("dpbayes-verdicts", VerdictsDirective)
     app.add_directive("dpbayes-params", ParamsDirective)
     app.add_directive("dpbayes-run-examples", RunExamplesDirective)

@@ -1,0 +1,242 @@
+"""Numbers on pages are executed outputs (dpbayes.book.pagevalues, CONTRIBUTING.md "Numbers on pages").
+
+* every ``{glued}`` reference of every page names a notebook and a key that its stored outputs hold;
+* no chapter page, intro.md or using-dpbayes.md carries a result number typed by hand;
+* a book whose page references an unknown key does not build, naming the page and the key;
+* a stored glued number that no longer matches what the notebook computes fails the notebook
+  validation, naming the key and the page that shows it (the mutation test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from dpbayes.book.pagevalues import (
+    format_number,
+    glued_references,
+    hand_typed_numbers,
+    rebase_glued,
+    resolve_glued_text,
+    resolve_notebook,
+    stored_glue_values,
+    verdict_within,
+)
+from dpbayes.book.params import notebook_parameters
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECKED_PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "chapters").glob("*/index.md")) + [
+    "intro.md", "using-dpbayes.md"]
+ALL_PAGES = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.md")
+                   if not any(part.startswith((".", "_build")) or part in ("runs", "node_modules")
+                              for part in p.relative_to(ROOT).parts))
+
+
+def parameter_values(notebooks: list[Path]) -> set[float]:
+    """Every number a notebook declares as a parameter default (a page may write these by hand)."""
+    values: set[float] = set()
+    for nb in notebooks:
+        for p in notebook_parameters(nb).values():
+            for v in p.default if isinstance(p.default, list) else [p.default]:
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    values.add(float(v))
+    return values
+
+
+# --------------------------------------------------------------------------------------------
+# The pure functions
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("x", "digits", "style", "text"), [
+    (0.0018061, 4, "g", "0.001806"),
+    (1.806e-5, 4, "g", "1.806×10⁻⁵"),
+    (-2.07e-5, 3, "g", "-2.07×10⁻⁵"),
+    (2308.4, 4, "g", "2308"),
+    (2.7e6, 2, "g", "2.7×10⁶"),
+    (1e-8, 1, "g", "10⁻⁸"),
+    (1e-8, 3, "g", "1.00×10⁻⁸"),
+    (0.0042, 1, "%", "0.4 %"),
+    (12.6, 1, "f", "12.6"),
+    (99.6, 0, "int", "100"),
+    (0.0, 3, "g", "0"),
+])
+def test_format_number(x: float, digits: int, style: str, text: str) -> None:
+    assert format_number(x, digits, style=style) == text
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"x": float("nan")}, "x must be a finite real number"),
+    ({"x": True}, "x must be a finite real number"),
+    ({"x": 1.0, "digits": 18}, "digits must be an integer in [0, 17]"),
+    ({"x": 1.0, "style": "x"}, "style must be one of"),
+])
+def test_format_number_refuses_bad_input(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        format_number(**kwargs)
+
+
+def test_verdict_within() -> None:
+    assert verdict_within(0.0833, 0.08333, rtol=0.01) == "reproduced"
+    assert verdict_within(2.0e-3, 1.0e-3, atol=5e-4) == "not reproduced"
+    assert verdict_within(1.0, 2.0, atol=1.0, agree="yes", disagree="no") == "yes"
+    with pytest.raises(ValueError, match="state the tolerance"):
+        verdict_within(1.0, 1.0)
+    with pytest.raises(ValueError, match="rtol must be a number >= 0"):
+        verdict_within(1.0, 1.0, rtol=-1.0)
+
+
+def test_hand_typed_numbers_rules() -> None:
+    text = "\n".join([
+        "The LP (11) of §5.5 and Figs. 3-4, Thm 2.3, eq. (5) in 2023 {cite:p}`key2014`.",
+        "`x = 0.123` and {glued}`01b::mse_0.001` and [a](01b-x.ipynb) with K = 100 and ε = 0.001.",
+        "A formula $1/(6(K+2))$ and 2 cores, 3 runs; arXiv:1407.0116.",
+        "The ratio is 2308 and the MSE $1.806 \\times 10^{-3}$, at $\\varepsilon = 10^{-4}$.",
+        "```python",
+        "y = 3.14159",
+        "```",
+    ])
+    found = hand_typed_numbers(text, allowed_values=[100, 0.001])
+    assert [(f.line, f.text) for f in found] == [(4, "2308"), (4, "1.806"), (4, "10")]
+    # a declared parameter value may be written as a power of ten
+    assert [f.text for f in hand_typed_numbers("at $\\varepsilon = 10^{-4}$", [1e-4])] == []
+
+
+def test_glued_references_and_rebase(tmp_path: Path) -> None:
+    text = "a {glued}`01b::k1` b\nc {glued}`/chapters/02-x/02a::k.2` d"
+    refs = glued_references(text)
+    assert [(r.ref, r.key, r.line) for r in refs] == [("01b", "k1", 1), ("/chapters/02-x/02a", "k.2", 2)]
+    assert rebase_glued(text, "chapters/01-y").splitlines()[0] == "a {glued}`/chapters/01-y/01b::k1` b"
+    folder = tmp_path / "chapters" / "01-y"
+    folder.mkdir(parents=True)
+    for name in ("01a-one.ipynb", "01b-two.ipynb", "01bb-three.ipynb"):
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output(
+            "display_data", data={"application/papermill.record/text/plain": f"'{name[:3]}'"},
+            metadata={"scrapbook": {"name": "k1", "mime_prefix": "application/papermill.record/"}})])]
+        nbformat.write(nb, folder / name)
+    assert resolve_notebook("01a", folder, tmp_path).name == "01a-one.ipynb"
+    assert resolve_notebook("/chapters/01-y/01a-one", tmp_path, tmp_path).name == "01a-one.ipynb"
+    with pytest.raises(ValueError, match="2 notebooks"):
+        resolve_notebook("01b", folder, tmp_path)
+    with pytest.raises(ValueError, match="no notebook"):
+        resolve_notebook("01c", folder, tmp_path)
+    assert stored_glue_values(folder / "01a-one.ipynb") == {"k1": "01a"}
+    assert resolve_glued_text("x {glued}`01a::k1` {glued}`01a::nope`", folder, tmp_path) == "x 01a ?"
+
+
+# --------------------------------------------------------------------------------------------
+# The book's own pages
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("page", ALL_PAGES)
+def test_every_glued_reference_is_a_stored_output(page: str) -> None:
+    path = ROOT / page
+    problems = []
+    values: dict[Path, dict[str, str]] = {}
+    for ref in glued_references(path.read_text(encoding="utf-8")):
+        try:
+            nb = resolve_notebook(ref.ref, path.parent, ROOT)
+        except ValueError as exc:
+            problems.append(f"{page}:{ref.line}: {exc}")
+            continue
+        if nb not in values:
+            values[nb] = stored_glue_values(nb)
+        if ref.key not in values[nb]:
+            problems.append(f"{page}:{ref.line}: key {ref.key!r} is not among the glued outputs stored in "
+                            f"{nb.relative_to(ROOT)}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", CHECKED_PAGES)
+def test_no_result_number_is_typed_by_hand(page: str) -> None:
+    path = ROOT / page
+    notebooks = sorted(path.parent.glob("*.ipynb")) if path.parent != ROOT else sorted((ROOT / "chapters").rglob("*.ipynb"))
+    found = hand_typed_numbers(path.read_text(encoding="utf-8"), parameter_values(notebooks))
+    assert not found, (f"{len(found)} numbers on {page} are typed by hand; glue them from a notebook "
+                       "(CONTRIBUTING.md, 'Numbers on pages'):\n" + "\n".join(f.describe(page) for f in found))
+
+
+# --------------------------------------------------------------------------------------------
+# End to end: a tiny book, built and validated
+# --------------------------------------------------------------------------------------------
+GLUE_CELL = """\
+from dpbayes.book.pagevalues import glue_number
+glue_number("mean_error", sum(x / 7 for x in range(7)) / 7, 4)
+"""
+
+
+def tiny_glue_book(root: Path, page: str) -> Path:
+    """A book with one page (``intro.md``) and one notebook that glues ``mean_error``."""
+    chapter = root / "chapters" / "00-demo"
+    chapter.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# Demo"), nbformat.v4.new_code_cell(GLUE_CELL)]
+    nbformat.write(nb, chapter / "00a-demo.ipynb")
+    (root / "intro.md").write_text(page, encoding="utf-8")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: chapters/00-demo/00a-demo\n")
+    (root / "_config.yml").write_text(
+        "title: tiny\nonly_build_toc_files: true\nexecute:\n  execute_notebooks: force\n"
+        "sphinx:\n  extra_extensions: [dpbayes.book.sphinx_ext]\n  config:\n    mathjax_path: mathjax/tex-svg.js\n")
+    return root
+
+
+def build(root: Path) -> subprocess.CompletedProcess[str]:
+    jb = Path(sys.executable).with_name("jupyter-book")
+    return subprocess.run([str(jb), "build", str(root), "-W", "--keep-going", "-q"], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+
+
+@pytest.mark.xdist_group("tiny-glue-book")
+def test_a_glued_value_reaches_the_page_and_an_unknown_key_fails_the_build(tmp_path: Path) -> None:
+    good = tiny_glue_book(tmp_path / "good", "# Tiny\n\nThe mean error is {glued}`chapters/00-demo/00a::mean_error`.\n")
+    result = build(good)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    html = (good / "_build" / "html" / "intro.html").read_text(encoding="utf-8")
+    assert '<span class="pasted-text">0.4286</span>' in html
+
+    bad = tiny_glue_book(tmp_path / "bad", "# Tiny\n\nThe mean error is {glued}`chapters/00-demo/00a::mean_eror`.\n")
+    result = build(bad)
+    assert result.returncode != 0
+    log = result.stdout + result.stderr
+    assert "intro.md" in log and "mean_eror" in log, log[-2000:]
+
+
+def test_a_stale_stored_number_fails_validation_naming_key_and_page(tmp_path: Path) -> None:
+    """The mutation test: a copy of a chapter notebook whose stored glued number is changed."""
+    page = ROOT / "chapters" / "04-counting-queries" / "index.md"
+    refs = [r for r in glued_references(page.read_text(encoding="utf-8")) if r.ref == "04a"]
+    if not refs:
+        pytest.fail("chapters/04-counting-queries/index.md glues nothing from 04a: pick another notebook here")
+    key = refs[0].key
+    book = tmp_path / "book"
+    shutil.copytree(ROOT / "chapters" / "04-counting-queries", book / "chapters" / "04-counting-queries",
+                    ignore=shutil.ignore_patterns("*.png"))
+    shutil.copy(ROOT / "_toc.yml", book / "_toc.yml")
+    nb_path = next((book / "chapters" / "04-counting-queries").glob("04a*.ipynb"))
+    nb = json.loads(nb_path.read_text(encoding="utf-8"))
+    changed = None
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            if ((out.get("metadata") or {}).get("scrapbook") or {}).get("name") == key:
+                mime = next(k for k in out["data"] if k.endswith("text/plain"))
+                old = "".join(out["data"][mime])
+                # one more unit in the first digit: far beyond any printed-digit tolerance
+                new = "".join(str((int(c) + 1) % 10) if c.isdigit() and i == next(j for j, d in enumerate(old) if d.isdigit())
+                              else c for i, c in enumerate(old))
+                out["data"][mime] = new
+                changed = (old, new)
+    assert changed is not None, f"key {key!r} not found in the stored outputs of {nb_path.name}"
+    nb_path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "-p", "tests.nbval_numeric", "--nbval-sanitize-with",
+         str(ROOT / "tests" / "nbval-sanitize.cfg"), "-p", "no:cacheprovider", "-q", str(nb_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "DPBAYES_FIGURES_DIR": str(tmp_path / "figures")})
+    assert result.returncode != 0, f"changing {changed} went unnoticed:\n{result.stdout[-3000:]}"
+    assert f"glued value {key!r}, shown on chapters/04-counting-queries/index.md:" in result.stdout, result.stdout[-3000:]
