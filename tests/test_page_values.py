@@ -34,7 +34,7 @@ from dpbayes.book.params import notebook_parameters
 ROOT = Path(__file__).resolve().parents[1]
 CHECKED_PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "chapters").glob("*/index.md")) + [
     "intro.md", "using-dpbayes.md"]
-ALL_PAGES = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.md")
+ALL_PAGES = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.md") if p.name not in ("README.md", "CONTRIBUTING.md")
                    if not any(part.startswith((".", "_build")) or part in ("runs", "node_modules")
                               for part in p.relative_to(ROOT).parts))
 
