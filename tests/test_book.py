@@ -9,6 +9,8 @@ import pytest
 
 from dpbayes.book import sphinx_ext as book
 
+VERDICT_MARK_NOT = book.VERDICT_MARK["not reproduced"]
+
 INDEX = """# Toy
 
 Some text with a table that is not a claims table:
@@ -68,6 +70,23 @@ def test_rebase_links_makes_chapter_links_work_from_the_root() -> None:
     assert "(https://x.org/a)" in out and "(#top)" in out
     assert "[^1]" not in out
     assert book.rebase_links("[x](../02-y/index.md)", "chapters/01-x") == "[x](chapters/02-y/index.md)"
+
+
+def test_glued_values_in_claims_rebase_and_decide_the_dashboard_mark(tmp_path: Path) -> None:
+    """A verdict that a rule decides is a glued word: the dashboard classifies the stored word and
+    rewrites the reference so that it resolves from the landing page."""
+    glue = "application/papermill.record/"
+    out = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "verdict_a", "mime_prefix": glue}},
+           "data": {glue + "text/plain": "'not reproduced'"}}
+    write_chapter(tmp_path, "12-glue", "# G\n\n## Claims\n\n| Claim (source §) | Measured | Verdict | Why |\n"
+                  "|---|---|---|---|\n| A | {glued}`12a::mse` | {glued}`12a::verdict_a` | x |\n")
+    notebook(tmp_path / "chapters" / "12-glue" / "12a-x.ipynb", "eps: float = 1.0  # e; range (0, inf)\n",
+             [{"cell_type": "code", "metadata": {}, "source": "", "outputs": [out], "execution_count": 1}])
+    (ch,) = book.collect_claims(tmp_path)
+    assert ch.claims[0].kind == "not reproduced"
+    text = book.verdicts_markdown([ch])
+    assert "{glued}`/chapters/12-glue/12a::mse`" in text and "{glued}`/chapters/12-glue/12a::verdict_a`" in text
+    assert VERDICT_MARK_NOT in text
 
 
 def test_claims_in_an_included_file_are_found(tmp_path: Path) -> None:

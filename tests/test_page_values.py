@@ -170,18 +170,25 @@ glue_number("mean_error", sum(x / 7 for x in range(7)) / 7, 4)
 """
 
 
-def tiny_glue_book(root: Path, page: str) -> Path:
-    """A book with one page (``intro.md``) and one notebook that glues ``mean_error``."""
+def tiny_glue_book(root: Path, page: str, execute: str = "force") -> Path:
+    """A book with one page (``intro.md``) and one notebook that glues ``mean_error``.
+
+    With ``execute="off"`` the notebook is stored executed (as the chapters are) and the book renders
+    its stored outputs, as ``make browser`` does."""
     chapter = root / "chapters" / "00-demo"
     chapter.mkdir(parents=True)
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_markdown_cell("# Demo"), nbformat.v4.new_code_cell(GLUE_CELL)]
+    if execute == "off":
+        from nbclient import NotebookClient
+
+        NotebookClient(nb, kernel_name="python3", timeout=120).execute()
     nbformat.write(nb, chapter / "00a-demo.ipynb")
     (root / "intro.md").write_text(page, encoding="utf-8")
     (root / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: chapters/00-demo/00a-demo\n")
     (root / "_config.yml").write_text(
-        "title: tiny\nonly_build_toc_files: true\nexecute:\n  execute_notebooks: force\n"
+        f"title: tiny\nonly_build_toc_files: true\nexecute:\n  execute_notebooks: {execute}\n"
         "sphinx:\n  extra_extensions: [dpbayes.book.sphinx_ext]\n  config:\n    mathjax_path: mathjax/tex-svg.js\n")
     return root
 
@@ -193,14 +200,16 @@ def build(root: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.xdist_group("tiny-glue-book")
-def test_a_glued_value_reaches_the_page_and_an_unknown_key_fails_the_build(tmp_path: Path) -> None:
-    good = tiny_glue_book(tmp_path / "good", "# Tiny\n\nThe mean error is {glued}`chapters/00-demo/00a::mean_error`.\n")
+@pytest.mark.parametrize("execute", ["force", "off"])
+def test_a_glued_value_reaches_the_page_and_an_unknown_key_fails_the_build(tmp_path: Path, execute: str) -> None:
+    page = "# Tiny\n\nThe mean error is {glued}`chapters/00-demo/00a::mean_error`.\n"
+    good = tiny_glue_book(tmp_path / "good", page, execute)
     result = build(good)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     html = (good / "_build" / "html" / "intro.html").read_text(encoding="utf-8")
     assert '<span class="pasted-text">0.4286</span>' in html
 
-    bad = tiny_glue_book(tmp_path / "bad", "# Tiny\n\nThe mean error is {glued}`chapters/00-demo/00a::mean_eror`.\n")
+    bad = tiny_glue_book(tmp_path / "bad", page.replace("mean_error", "mean_eror"), execute)
     result = build(bad)
     assert result.returncode != 0
     log = result.stdout + result.stderr
