@@ -93,7 +93,7 @@ def test_verdict_within() -> None:
 
 def test_hand_typed_numbers_rules() -> None:
     text = "\n".join([
-        "The LP (11) of §5.5 and Figs. 3-4, Thm 2.3, eq. (5) in 2023 {cite:p}`key2014`.",
+        "The LP (11) of §5.5 and Figs. 3-4, Thm 2.3, eq. (5) in 2023 {cite:p}`key2014` (§2, Thm 2.1).",
         "`x = 0.123` and {glued}`01b::mse_0.001` and [a](01b-x.ipynb) with K = 100 and ε = 0.001.",
         "A formula $1/(6(K+2))$ and 2 cores, 3 runs; arXiv:1407.0116.",
         "The ratio is 2308 and the MSE $1.806 \\times 10^{-3}$, at $\\varepsilon = 10^{-4}$.",

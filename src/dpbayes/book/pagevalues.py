@@ -283,7 +283,7 @@ _REFERENCE_WORDS = (
     r"Assumptions?|slides?|runs?|Parts?|items?|pages?|p\.|pp\."
 )
 _REFERENCE_RE = re.compile(
-    rf"(?:{_REFERENCE_WORDS})\s*(?:\(?[\dA-Za-z.]+\)?(?:\s*(?:,|and|or|-|–|to|&)\s*)?)+"
+    rf"(?:{_REFERENCE_WORDS})\s*(?:\(?[A-Za-z.]*\d[\dA-Za-z.]*\)?(?:\s*(?:,|and|or|-|–|to|&)\s*)?)+"
 )
 _NUMBER_RE = re.compile(
     r"(?<![\w.\\])(?:\d+(?:[.,]\d+)*(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?(?:\s*[×x]\s*10(?:\^\{?[-−]?\d+\}?|[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+))?(?![\w])"
