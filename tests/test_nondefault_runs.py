@@ -62,6 +62,8 @@ NONDEFAULT: dict[str, dict[str, str]] = {
     "04c-beyond-the-paper": {"n": "20", "p": "0.4", "eps_min": "0.05", "eps_max": "5.0", "n_eps": "5", "eps_table": "0.5",
                              "n_lp": "5", "eps_lp": "1.0,0.1", "p_lp": "0.3", "scan_n": "10,1", "scan_p": "0.1",
                              "n_scan_eps": "3", "n_big": "200", "eps_big": "0.5", "runs": "1000", "seed": "2"},
+    "using-dpbayes-numbers": {"n": "20", "count": "7", "eps": "0.5", "p": "0.4", "eps_grid": "2.0,0.5", "n_mc": "2000",
+                              "seed": "2"},
     "privacy-audit": {"eps": "0.5", "n": "8", "K": "4", "n_theta": "21", "n_multi": "3", "n_large": "30",
                       "prior_large_a": "0.1", "prior_large_b": "0.1", "prior_a": "2.0", "prior_b": "2.0", "trunc_low": "-2.0",
                       "trunc_high": "0.5", "n_samples": "2000", "confidence": "0.9", "eps_grid": "1.0,0.5", "seed": "2"},
@@ -135,7 +137,19 @@ def _check_04b(values: dict, nb: nbformat.NotebookNode, run_dir: Path) -> None:
         assert float(row["Bayes error at eps_min"]) == pytest.approx(expected, rel=1e-3), row
 
 
-CHECKS = {"01b-mse-vs-eps": _check_01b, "02a-sensitivity-privacy": _check_02a, "04b-bayes-vs-naive": _check_04b}
+def _check_usage(values: dict, nb: nbformat.NotebookNode, run_dir: Path) -> None:
+    # the glued table values of using-dpbayes.md are named by the eps they were computed at
+    from dpbayes.book.pagevalues import stored_glue_values
+
+    glued = stored_glue_values(run_dir / "using-dpbayes-numbers.ipynb")
+    for e in values["eps_grid"]:
+        expected = counting.geometric_mean_abs_error("median", values["n"], values["p"], e)
+        assert float(glued[f"mae_optimal_eps{e:g}"]) == pytest.approx(expected, rel=1e-3)
+        assert float(glued[f"mae_naive_eps{e:g}"]) == pytest.approx(1 / e, rel=1e-3)
+
+
+CHECKS = {"01b-mse-vs-eps": _check_01b, "02a-sensitivity-privacy": _check_02a, "04b-bayes-vs-naive": _check_04b,
+          "using-dpbayes-numbers": _check_usage}
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])

@@ -2,7 +2,10 @@
 
 ``bash`` blocks run in the repository root; ``python`` blocks run in order in one namespace. A block
 whose code says "output varies" prints OpenDP releases (unseeded), so only that it runs is checked;
-every line any other block prints must appear verbatim as a line of the page (the tables).
+every line any other block prints must appear verbatim as a line of the page (the tables), as the
+page shows it: with each ``{glued}`` number replaced by the value its notebook stored
+(``chapters/using-dpbayes-numbers.ipynb`` computes the tables with the same code). The page's code
+and the stored notebook outputs must therefore agree, and the table rows must be glued, not typed.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from dpbayes.book.pagevalues import glued_references, resolve_glued_text
 
 pytest.importorskip("opendp")
 
@@ -38,8 +43,13 @@ def test_bash_blocks_run() -> None:
         assert done.returncode == 0, f"{code}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
 
 
+def page_as_shown() -> str:
+    """The page's text with every ``{glued}`` role replaced by its stored value (``?`` where none)."""
+    return resolve_glued_text(PAGE.read_text(encoding="utf-8"), PAGE.parent, ROOT)
+
+
 def test_python_blocks_run_and_print_the_page_tables() -> None:
-    page_lines = set(PAGE.read_text(encoding="utf-8").splitlines())
+    page_lines = set(page_as_shown().splitlines())
     namespace: dict = {"__name__": "using_dpbayes_page"}
     printed_tables = 0
     for code in blocks("python"):
@@ -54,3 +64,17 @@ def test_python_blocks_run_and_print_the_page_tables() -> None:
         assert not missing, "printed but not in the page:\n" + "\n".join(missing)
         printed_tables += sum(line.startswith("| ") for line in lines)
     assert printed_tables == 4, printed_tables  # two rows in each of the two tables
+
+
+def test_table_rows_are_glued_numbers() -> None:
+    """Every number of the two tables (apart from the eps column) is glued from the page's notebook
+    and has a stored value."""
+    rows = [line for line in PAGE.read_text(encoding="utf-8").splitlines() if re.match(r"^\| (0\.1|1) \|", line)]
+    assert len(rows) == 4, rows
+    for row in rows:
+        refs = glued_references(row)
+        assert len(refs) >= 7 and {r.ref for r in refs} == {"/chapters/using-dpbayes-numbers"}, row
+        typed = re.sub(r"\{glued\}`[^`]*`", "", row.split("|", 2)[2])
+        assert not re.search(r"\d", typed), f"a number typed by hand in: {row}"
+    shown = resolve_glued_text("\n".join(rows), PAGE.parent, ROOT)
+    assert "?" not in shown, shown
