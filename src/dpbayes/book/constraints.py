@@ -36,6 +36,11 @@ def less(a: str, b: str) -> Rule:
     return Rule((a, b), lambda v: v[a] < v[b], lambda v: f"parameter {a} must be smaller than {b}, got {a} = {v[a]!r} and {b} = {v[b]!r}")
 
 
+def at_most(a: str, b: str) -> Rule:
+    """``a <= b`` (a count and its number of records)."""
+    return Rule((a, b), lambda v: v[a] <= v[b], lambda v: f"parameter {a} must be at most {b}, got {a} = {v[a]!r} and {b} = {v[b]!r}")
+
+
 def same_length(a: str, b: str) -> Rule:
     """``len(b) == len(a)``: one entry of ``b`` per entry of ``a``."""
     return Rule(
@@ -65,6 +70,7 @@ RULES: dict[str, list[Rule]] = {
     "03c-real-income": [less("mcmc_burn_in", "mcmc_iter")],
     "04b-bayes-vs-naive": [less("eps_min", "eps_max")],
     "04c-beyond-the-paper": [less("eps_min", "eps_max")],
+    "using-dpbayes-numbers": [at_most("count", "n")],
     "privacy-audit": [less("trunc_low", "trunc_high")],
 }
 
