@@ -32,8 +32,18 @@ from dpbayes.book.pagevalues import (
 from dpbayes.book.params import notebook_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKED_PAGES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "chapters").glob("*/index.md")) + [
-    "intro.md", "using-dpbayes.md"]
+def _with_includes(pages: list[Path]) -> list[str]:
+    """The pages and the files their ``{include}`` directives pull in (a claims table may live there)."""
+    from dpbayes.book.sphinx_ext import expand_includes
+
+    found = []
+    for page in pages:
+        found.append(page)
+        found.extend(expand_includes(page.read_text(encoding="utf-8"), page.parent)[1])
+    return sorted({p.resolve().relative_to(ROOT).as_posix() for p in found})
+
+
+CHECKED_PAGES = _with_includes(sorted((ROOT / "chapters").glob("*/index.md")) + [ROOT / "intro.md", ROOT / "using-dpbayes.md"])
 ALL_PAGES = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.md") if p.name not in ("README.md", "CONTRIBUTING.md")
                    if not any(part.startswith((".", "_build")) or part in ("runs", "node_modules")
                               for part in p.relative_to(ROOT).parts))
