@@ -63,7 +63,7 @@ def _kill_tree(pid: int) -> None:
 
 def _start_worker(scheduler_file: Path, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([DASK, "worker", "--scheduler-file", str(scheduler_file), "--host", "127.0.0.1",
-                             "--nthreads", "1", "--no-nanny", "--no-dashboard"],
+                             "--nthreads", "1", "--no-nanny", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"],
                             stdout=log.open("w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, env=env)
 
@@ -316,6 +316,34 @@ def test_bad_or_unreachable_scheduler_is_one_line_exit_2(address, message, tmp_p
     assert code == 2
     assert len(err) == 1 and err[0].startswith(message), err
     assert _tree(book) == before
+
+
+def _listening() -> set[tuple[int, str, int]]:
+    """(pid, address, port) of every listening socket of this process and its descendants."""
+    me = psutil.Process()
+    out = set()
+    for p in (me, *me.children(recursive=True)):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            out |= {(p.pid, c.laddr.ip, c.laddr.port) for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+    return out
+
+
+def test_a_local_cluster_listens_on_loopback_only(no_env_scheduler):
+    """`--scheduler local:N` (and DPBAYES_SCHEDULER=local:N in a kernel) starts its scheduler, its
+    dashboard, the nannies and the workers on 127.0.0.1: nothing of it is reachable from another machine."""
+    from urllib.parse import urlsplit
+
+    before = _listening()
+    with executors.connect("local:2") as client:
+        opened = _listening() - before
+        scheduler = urlsplit(client.scheduler.address)
+        dashboard = urlsplit(client.dashboard_link)
+        workers = [urlsplit(w) for w in client.scheduler_info()["workers"]]
+    assert all(ip == "127.0.0.1" for _, ip, _ in opened), sorted(opened)
+    ports = {port for _, _, port in opened}
+    assert {scheduler.port, dashboard.port, *(w.port for w in workers)} <= ports, (sorted(opened), scheduler, dashboard)
+    assert len({pid for pid, _, _ in opened}) == 3  # this process (scheduler, nannies) and two workers
+    assert dashboard.hostname == "127.0.0.1"
 
 
 def test_bad_environment_scheduler_fails_early(monkeypatch):
