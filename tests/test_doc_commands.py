@@ -1,7 +1,9 @@
 """Every shell command the documentation shows runs as written.
 
-The fenced ``bash`` blocks of README.md, rerun.md and CONTRIBUTING.md, and the examples that the
-``{dpbayes-run-examples}`` directive generates into rerun.md, are extracted line by line and checked:
+The fenced ``bash`` blocks of README.md, rerun.md and CONTRIBUTING.md, the examples that the
+``{dpbayes-run-examples}`` directive generates into rerun.md, and the example that each
+subcommand's ``--help`` shows (``python -m`` there, ``.venv/bin/python -m`` here) are extracted line
+by line and checked:
 
 * ``python -m dpbayes run ...``: executed with ``--dry-run`` (every parameter and constraint is
   validated, nothing runs); it must succeed, or, when the next line is ``# error: MESSAGE``, exit
@@ -25,6 +27,7 @@ A command of any other form fails the test, so a new kind of example needs a rul
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shlex
@@ -105,7 +108,24 @@ def collect() -> list[tuple[str, list[tuple[list[str], str | None]]]]:
             cases.append((f"{doc}#{k}", commands(block)))
     for k, block in enumerate(shell_blocks(run_examples_markdown(ROOT))):
         cases.append((f"dpbayes-run-examples#{k}", commands(block)))
+    cases.append(("--help", commands([f".venv/bin/{line}" for line in help_examples()])))
     return [(name, cmds) for name, cmds in cases if cmds]
+
+
+def help_examples() -> list[str]:
+    """The example that each subcommand's ``--help`` shows (one each, in the order of the
+    subcommands: the ``store-run`` example stores the run that the ``run`` example plans)."""
+    from dpbayes.book.cli import build_parser
+
+    (subcommands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    examples = []
+    for name, parser in subcommands.choices.items():
+        head, sep, tail = parser.format_help().partition("\nexample:\n")
+        lines = [line.strip() for line in tail.strip().splitlines()]
+        assert sep and len(lines) == 1 and lines[0].startswith(f"python -m dpbayes {name} "), \
+            f"`python -m dpbayes {name} --help` must end with one example: {tail!r}"
+        examples.append(lines[0])
+    return examples
 
 
 CASES = collect()
