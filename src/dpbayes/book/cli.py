@@ -951,29 +951,87 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path,
-                  unfinished: Callable[[Path], str] | None = None) -> Path:
-    """One CSV row per run: notebook, parameters, status, directory (relative to the sweep) and recorded
-    scalar results. A run without outcome (the sweep was stopped) has the status ``unfinished(run_dir)``
-    (:meth:`Interrupted.status`: stopped, not started, lost its worker, cancelled)."""
-    rows = []
+#: Columns of every summary row before the parameters and after them.
+SUMMARY_FIXED = ("notebook", "run_dir", "status")
+
+
+def summary_rows(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path,
+                 unfinished: Callable[[Path], str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per run: notebook, parameters, directory (relative to the sweep), status, the values the
+    notebook glued, and its recorded scalar results; and the names of the glued columns.
+
+    A run without outcome (the sweep was stopped) has the status ``unfinished(run_dir)``
+    (:meth:`Interrupted.status`: stopped, not started, lost its worker, cancelled). Glued values
+    (:func:`dpbayes.book.pagevalues.stored_glue_values`: the key numbers a page shows, as text) come
+    from the executed notebook of a run that finished ok; a key is its column's name (``glued.KEY`` if
+    it is also a parameter's or one of :data:`SUMMARY_FIXED`); the source's own numbers
+    (``source.*``, the same in every run) are left out. Results are ``<name>.<key>`` columns.
+    """
+    from dpbayes.book.pagevalues import stored_glue_values
+
+    params = {k for job in jobs for k in job.shown}
+    rows, glued_columns = [], []
     for job in jobs:
         missing = unfinished(job.run_dir) if unfinished is not None else "not started"
         outcome = outcomes.get(job.run_dir, {"run_dir": "", "status": missing})
         rel = os.path.relpath(outcome["run_dir"], sweep_dir) if outcome["run_dir"] else ""
         row: dict[str, Any] = {"notebook": job.notebook.name, **job.shown, "run_dir": rel, "status": outcome["status"]}
+        executed = Path(outcome["run_dir"]) / job.notebook.name if outcome["run_dir"] else None
+        if outcome["status"] == "ok" and executed is not None and executed.exists():
+            for key, text in stored_glue_values(executed).items():
+                if key.startswith("source."):
+                    continue
+                column = f"glued.{key}" if key in params or key in SUMMARY_FIXED else key
+                row[column] = text
+                glued_columns.append(column)
         figs = Path(outcome["run_dir"]) / "figures" if outcome["run_dir"] else Path("/nonexistent")
         for res in sorted(figs.glob("results-*.json")) if figs.exists() else []:
             for key, value in json.loads(res.read_text()).items():
                 row[f"{res.stem[len('results-'):]}.{key}"] = value
         rows.append(row)
+    return rows, list(dict.fromkeys(glued_columns))
+
+
+def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path,
+                  unfinished: Callable[[Path], str] | None = None) -> tuple[Path, str]:
+    """Write the sweep's ``summary.csv`` (:func:`summary_rows`); return its path and a short table
+    of it for the terminal (:func:`summary_table`)."""
+    rows, glued = summary_rows(jobs, outcomes, sweep_dir, unfinished)
     fields = list(dict.fromkeys(k for r in rows for k in r))
     target = sweep_dir / "summary.csv"
     with atomic_path(target) as tmp, tmp.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
-    return target
+    results = [k for k in fields if k not in glued and k not in SUMMARY_FIXED and not any(k in j.shown for j in jobs)]
+    return target, summary_table(rows, jobs, glued + results)
+
+
+def _cell(value: Any, limit: int = 32) -> str:
+    text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def summary_table(rows: list[dict[str, Any]], jobs: list[Job], outputs: list[str], width: int | None = None) -> str:
+    """The summary as a short aligned table: the notebook (if several), the parameters that differ
+    between runs, the status and the ``outputs`` columns (glued values, then recorded results);
+    columns that do not fit in ``width`` (the terminal's) are left to summary.csv, which the last
+    line then says."""
+    varying = [k for k in dict.fromkeys(k for j in jobs for k in j.shown)
+               if len({json.dumps(r.get(k, ""), default=str) for r in rows}) > 1]
+    columns = (["notebook"] if len({r["notebook"] for r in rows}) > 1 else []) + varying + ["status"] + outputs
+    width = shutil.get_terminal_size((100, 24)).columns if width is None else width
+    cells = [[_cell(c) for c in columns]] + [[_cell(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    shown = 0
+    while shown < len(columns) and sum(widths[:shown + 1]) + 2 * shown <= max(width - 1, widths[0]):
+        shown += 1
+    shown = max(shown, 1)
+    lines = ["  ".join(line[i].ljust(widths[i]) for i in range(shown)).rstrip() for line in cells]
+    if shown < len(columns):
+        lines.append(f"({len(columns) - shown} more column{'s' if len(columns) - shown > 1 else ''} in summary.csv: "
+                     f"{', '.join(columns[shown:])})")
+    return "\n".join(lines)
 
 
 def check_timeout(timeout: int | None) -> None:
@@ -1047,6 +1105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(("\n" if bar_open else "") + _interrupted(stop, jobs, is_sweep, created), file=sys.stderr)
             return stop.exit_code
 
+    summary = write_summary(jobs, outcomes, jobs[0].run_dir.parent) if is_sweep else None  # before any output
     failed = 0
     for job in jobs:
         outcome = outcomes[job.run_dir]
@@ -1059,8 +1118,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"        {changed if changed.startswith(('(', 'removed')) else 'stored ' + changed}")
             if not changes:
                 print(f"        unchanged {job.notebook} and its figures")
-    if is_sweep:
-        print(f"summary  {os.path.relpath(write_summary(jobs, outcomes, jobs[0].run_dir.parent))}")
+    if summary is not None:
+        path, table = summary
+        print(f"summary  {os.path.relpath(path)}")
+        print()
+        print(table)
     return 1 if failed else 0
 
 
