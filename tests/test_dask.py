@@ -79,12 +79,16 @@ class Cluster:
 
     def start(self) -> None:
         self.procs.append(subprocess.Popen(
-            [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(self.file)],
+            # --no-dashboard alone still serves the status page on every interface: bind it too
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+             "--scheduler-file", str(self.file)],
             stdout=(self.tmp / "scheduler.log").open("w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env=self.env))
         for i in range(2):
             self.add_worker()
         self.wait_for_workers(2)
+        opened = [(pid, ip, port) for proc in self.procs for pid, ip, port in _listening(proc.pid)]
+        assert opened and all(ip == "127.0.0.1" for _, ip, _ in opened), opened  # nothing beyond loopback
 
     def add_worker(self) -> subprocess.Popen:
         proc = _start_worker(self.file, self.tmp / f"worker-{len(self.procs)}.log", self.env)
@@ -318,9 +322,9 @@ def test_bad_or_unreachable_scheduler_is_one_line_exit_2(address, message, tmp_p
     assert _tree(book) == before
 
 
-def _listening() -> set[tuple[int, str, int]]:
-    """(pid, address, port) of every listening socket of this process and its descendants."""
-    me = psutil.Process()
+def _listening(pid: int | None = None) -> set[tuple[int, str, int]]:
+    """(pid, address, port) of every listening socket of a process (default: this one) and its descendants."""
+    me = psutil.Process(pid)
     out = set()
     for p in (me, *me.children(recursive=True)):
         with contextlib.suppress(psutil.NoSuchProcess):
