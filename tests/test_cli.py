@@ -85,16 +85,33 @@ def test_run_writes_only_under_runs(book):
     assert json.loads((run_dir / "figures/00-demo/fig1-noise.json").read_text())["data"] == first
 
 
-def test_sweep_in_parallel_writes_summary(book):
+#: The notebook glues its key numbers (CONTRIBUTING.md, "Numbers on pages"): a sweep's columns.
+GLUE = """from dpbayes.book.pagevalues import glue_number, source_value
+glue_number("k", 1 / eps)
+glue_number("eps", 2 * eps)  # a parameter's name too: the column is glued.eps
+source_value("k_paper", 0.5, "made up for this test")  # the same in every run: no column
+"""
+
+
+def test_sweep_in_parallel_writes_summary_with_glued_values_and_prints_it(tmp_path):
+    book = write_tiny_book(tmp_path, "00a-demo.ipynb", PARAMS, BODY + GLUE, title="# Demo")
     result = run(book, "chapters/00-demo", "-p", "eps", "0.5,1,2", "--jobs", "2")
     assert result.returncode == 0, result.stderr
     (sweep,) = (book / "runs").iterdir()
     assert "sweep" in sweep.name
     with (sweep / "summary.csv").open() as fh:
         rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == ["notebook", "eps", "run_dir", "status", "k", "glued.eps", "noise.mean_abs"]
     assert [float(r["eps"]) for r in rows] == [0.5, 1.0, 2.0]
     assert all(r["status"] == "ok" for r in rows)
+    assert [(r["k"], r["glued.eps"]) for r in rows] == [("2", "1"), ("1", "2"), ("0.5", "4")]  # as the page shows them
     assert len({r["noise.mean_abs"] for r in rows}) == 3
+    # the end of the output: the summary's path, then the table
+    out = result.stdout.splitlines()
+    assert out[3] == f"summary  runs/{sweep.name}/summary.csv" and out[4] == ""
+    table = [line.split() for line in out[5:]]
+    assert table[0] == ["eps", "status", "k", "glued.eps", "noise.mean_abs"]
+    assert [line[:4] for line in table[1:]] == [["0.5", "ok", "2", "1"], ["1.0", "ok", "1", "2"], ["2.0", "ok", "0.5", "4"]]
 
 
 def test_update_stored_writes_notebook_and_figures(book):
@@ -150,3 +167,20 @@ def test_stored_run_round_trip_and_check_bites(book):
     differs = dpbayes(book, "verify-run", str(kept.relative_to(book)), "--quiet")
     assert differs.returncode == 1
     assert "data.noise" in differs.stdout and "results-noise" in differs.stdout
+
+
+def test_summary_table_shows_what_differs_and_keeps_to_the_terminal_width():
+    from dpbayes.book import cli
+
+    jobs = [cli.Job(Path(f"{nb}.ipynb"), {"eps": eps, "seed": 3}, Path(f"r{i}"), "00-demo")
+            for i, (nb, eps) in enumerate([("00a-demo", 0.5), ("00b-demo", 2.0)])]
+    rows = [{"notebook": "00a-demo.ipynb", "eps": 0.5, "seed": 3, "status": "ok", "k": "2", "a_long_glued_key": "1.806×10⁻³"},
+            {"notebook": "00b-demo.ipynb", "eps": 2.0, "seed": 3,
+             "status": "failed: PapermillExecutionError: ZeroDivisionError: division by zero"}]
+    table = cli.summary_table(rows, jobs, ["k", "a_long_glued_key"], width=60).splitlines()
+    assert [line.split()[:3] for line in table[:3]] == [["notebook", "eps", "status"], ["00a-demo.ipynb", "0.5", "ok"],
+                                                         ["00b-demo.ipynb", "2.0", "failed:"]]
+    assert "seed" not in table[0] and all(len(line) <= 60 for line in table[:3])
+    assert table[0].split()[-1] == "k" and table[2].split()[-1].endswith("...")  # a long status is cut
+    assert table[3] == "(1 more column in summary.csv: a_long_glued_key)"
+    assert cli.summary_table(rows, jobs, ["k", "a_long_glued_key"], width=200).splitlines()[0].split()[-1] == "a_long_glued_key"

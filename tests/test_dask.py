@@ -63,7 +63,7 @@ def _kill_tree(pid: int) -> None:
 
 def _start_worker(scheduler_file: Path, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen([DASK, "worker", "--scheduler-file", str(scheduler_file), "--host", "127.0.0.1",
-                             "--nthreads", "1", "--no-nanny", "--no-dashboard"],
+                             "--nthreads", "1", "--no-nanny", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"],
                             stdout=log.open("w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, env=env)
 
@@ -79,12 +79,16 @@ class Cluster:
 
     def start(self) -> None:
         self.procs.append(subprocess.Popen(
-            [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(self.file)],
+            # --no-dashboard alone still serves the status page on every interface: bind it too
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+             "--scheduler-file", str(self.file)],
             stdout=(self.tmp / "scheduler.log").open("w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env=self.env))
         for i in range(2):
             self.add_worker()
         self.wait_for_workers(2)
+        opened = [(pid, ip, port) for proc in self.procs for pid, ip, port in _listening(proc.pid)]
+        assert opened and all(ip == "127.0.0.1" for _, ip, _ in opened), opened  # nothing beyond loopback
 
     def add_worker(self) -> subprocess.Popen:
         proc = _start_worker(self.file, self.tmp / f"worker-{len(self.procs)}.log", self.env)
@@ -316,6 +320,34 @@ def test_bad_or_unreachable_scheduler_is_one_line_exit_2(address, message, tmp_p
     assert code == 2
     assert len(err) == 1 and err[0].startswith(message), err
     assert _tree(book) == before
+
+
+def _listening(pid: int | None = None) -> set[tuple[int, str, int]]:
+    """(pid, address, port) of every listening socket of a process (default: this one) and its descendants."""
+    me = psutil.Process(pid)
+    out = set()
+    for p in (me, *me.children(recursive=True)):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            out |= {(p.pid, c.laddr.ip, c.laddr.port) for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+    return out
+
+
+def test_a_local_cluster_listens_on_loopback_only(no_env_scheduler):
+    """`--scheduler local:N` (and DPBAYES_SCHEDULER=local:N in a kernel) starts its scheduler, its
+    dashboard, the nannies and the workers on 127.0.0.1: nothing of it is reachable from another machine."""
+    from urllib.parse import urlsplit
+
+    before = _listening()
+    with executors.connect("local:2") as client:
+        opened = _listening() - before
+        scheduler = urlsplit(client.scheduler.address)
+        dashboard = urlsplit(client.dashboard_link)
+        workers = [urlsplit(w) for w in client.scheduler_info()["workers"]]
+    assert all(ip == "127.0.0.1" for _, ip, _ in opened), sorted(opened)
+    ports = {port for _, _, port in opened}
+    assert {scheduler.port, dashboard.port, *(w.port for w in workers)} <= ports, (sorted(opened), scheduler, dashboard)
+    assert len({pid for pid, _, _ in opened}) == 3  # this process (scheduler, nannies) and two workers
+    assert dashboard.hostname == "127.0.0.1"
 
 
 def test_bad_environment_scheduler_fails_early(monkeypatch):

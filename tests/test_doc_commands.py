@@ -1,7 +1,9 @@
 """Every shell command the documentation shows runs as written.
 
-The fenced ``bash`` blocks of README.md, rerun.md and CONTRIBUTING.md, and the examples that the
-``{dpbayes-run-examples}`` directive generates into rerun.md, are extracted line by line and checked:
+The fenced ``bash`` blocks of README.md, rerun.md and CONTRIBUTING.md, the examples that the
+``{dpbayes-run-examples}`` directive generates into rerun.md, and the example that each
+subcommand's ``--help`` shows (``python -m`` there, ``.venv/bin/python -m`` here) are extracted line
+by line and checked:
 
 * ``python -m dpbayes run ...``: executed with ``--dry-run`` (every parameter and constraint is
   validated, nothing runs); it must succeed, or, when the next line is ``# error: MESSAGE``, exit
@@ -12,6 +14,10 @@ The fenced ``bash`` blocks of README.md, rerun.md and CONTRIBUTING.md, and the e
 * ``make TARGET``: ``make -n TARGET`` must succeed (the target exists; nothing is built);
 * ``.venv/bin/dask scheduler|worker ...`` (starting a Dask cluster, see rerun.md): the arguments are
   parsed by Dask's own command-line parser, which must accept every option and value; nothing starts.
+  ``tests/test_dask_tls.py`` starts the TLS cluster of rerun.md from those very lines on 127.0.0.1;
+* ``mkdir ...`` and ``openssl ...`` (making the Dask cluster's key and certificate): executed in a
+  temporary directory standing in for the home directory (``~`` is expanded to it); every file
+  named by ``-keyout``/``-out`` must then exist;
   A ``run``/``verify-run`` with ``--scheduler ADDRESS`` is checked with ``--dry-run`` like any other,
   which validates the address but does not contact it (``tests/test_dask.py`` runs them on a real
   loopback cluster).
@@ -21,6 +27,7 @@ A command of any other form fails the test, so a new kind of example needs a rul
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shlex
@@ -101,7 +108,24 @@ def collect() -> list[tuple[str, list[tuple[list[str], str | None]]]]:
             cases.append((f"{doc}#{k}", commands(block)))
     for k, block in enumerate(shell_blocks(run_examples_markdown(ROOT))):
         cases.append((f"dpbayes-run-examples#{k}", commands(block)))
+    cases.append(("--help", commands([f".venv/bin/{line}" for line in help_examples()])))
     return [(name, cmds) for name, cmds in cases if cmds]
+
+
+def help_examples() -> list[str]:
+    """The example that each subcommand's ``--help`` shows (one each, in the order of the
+    subcommands: the ``store-run`` example stores the run that the ``run`` example plans)."""
+    from dpbayes.book.cli import build_parser
+
+    (subcommands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    examples = []
+    for name, parser in subcommands.choices.items():
+        head, sep, tail = parser.format_help().partition("\nexample:\n")
+        lines = [line.strip() for line in tail.strip().splitlines()]
+        assert sep and len(lines) == 1 and lines[0].startswith(f"python -m dpbayes {name} "), \
+            f"`python -m dpbayes {name} --help` must end with one example: {tail!r}"
+        examples.append(lines[0])
+    return examples
 
 
 CASES = collect()
@@ -111,14 +135,23 @@ def _dpbayes(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dpbayes", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def _check_dask_command(name: str, argv: list[str]) -> None:
-    """``dask scheduler|worker ARGS`` parsed by Dask's click command, without starting anything."""
+def _check_dask_command(name: str, argv: list[str], home: Path) -> None:
+    """``dask scheduler|worker ARGS`` parsed by Dask's click command, without starting anything.
+
+    Dask's parser wants the files of the ``--tls-*`` options to exist: ``~/`` is expanded to the
+    stand-in ``home``, where empty files take their place (their contents are
+    ``tests/test_dask_tls.py``'s business)."""
     import click
 
     from distributed.cli import dask_scheduler, dask_worker
 
     commands = {"scheduler": dask_scheduler.main, "worker": dask_worker.main}
     assert argv[1] in commands, f"{name}: no rule for `{' '.join(argv)}`"
+    argv = [str(home / a[2:]) if a.startswith("~/") else a for a in argv]
+    for option, value in zip(argv, argv[1:]):
+        if option.startswith("--tls-") and not Path(value).exists():
+            Path(value).parent.mkdir(parents=True, exist_ok=True)
+            Path(value).touch()
     try:
         ctx = commands[argv[1]].make_context(f"dask {argv[1]}", list(argv[2:]))
     except click.ClickException as exc:
@@ -131,18 +164,37 @@ def _top_level() -> list[str]:
     return sorted(os.listdir(ROOT))
 
 
+#: Commands that make files in the home directory: run in a stand-in home (see :func:`_run_in_home`).
+IN_HOME = ("mkdir", "openssl")
+
+
+def _run_in_home(name: str, argv: list[str], home: Path) -> None:
+    """``argv`` with ``~/`` expanded to ``home``, run in ``home``: it must succeed, and every file
+    named by ``-keyout`` or ``-out`` must exist afterwards."""
+    argv = [str(home / a[2:]) if a.startswith("~/") else str(home) if a == "~" else a for a in argv]
+    result = subprocess.run(argv, cwd=home, env={**os.environ, "HOME": str(home)}, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, f"{name}: `{' '.join(argv)}`: {result.stderr.strip()}"
+    for option in ("-keyout", "-out"):
+        if option in argv:
+            assert Path(argv[argv.index(option) + 1]).is_file(), f"{name}: `{' '.join(argv)}` made no {option} file"
+
+
 @pytest.mark.parametrize("name,cmds", CASES, ids=[name for name, _ in CASES])
-def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str], str | None]]) -> None:
+def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str], str | None]], tmp_path: Path) -> None:
     before = _top_level()
     planned: list[str] = []
     for argv, expected in cmds:
         shown = " ".join(argv)
+        if argv[0] in IN_HOME:
+            _run_in_home(name, argv, tmp_path)
+            continue
         if argv[0] == "make":
             result = subprocess.run(["make", "-n", *argv[1:]], cwd=ROOT, capture_output=True, text=True, timeout=60)
             assert result.returncode == 0, f"{name}: `{shown}`: {result.stderr.strip()}"
             continue
         if argv[0] == ".venv/bin/dask":
-            _check_dask_command(name, argv)
+            _check_dask_command(name, argv, tmp_path)
             continue
         assert argv[:3] == [".venv/bin/python", "-m", "dpbayes"], f"{name}: no rule for the command `{shown}`"
         assert (ROOT / argv[0]).parent.name == "bin"

@@ -155,7 +155,7 @@ def tree(path: Path) -> list[str]:
         (["-p", "p", "-inf"], "parameter p must be a finite number in [0, 1], got -inf"),
         (["-p", "p=-1"], "parameter p must lie in [0, 1], got -1.0"),
         (["-p", "x", "nan"], "parameter x must be a number in (-inf, inf), got 'nan'"),
-        (["-p", "x"], "parameter x"),  # the next token is the value, even "--quiet"
+        (["-p", "x"], "-p x is missing its value before --quiet"),  # an option is never a value (issue 28)
         (["--timeout", "0"], "--timeout"),
         (["--timeout", "-5"], "--timeout"),
         (["--out", "_toc.yml"], "not a directory"),

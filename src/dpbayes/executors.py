@@ -5,9 +5,13 @@ the run command's notebooks are lists of independent tasks, each seeding itself 
 so the numbers do not depend on where a task runs. This module says where they run:
 
 * nothing given: as before (this process, or ``n_jobs`` local processes);
-* a *scheduler*: ``"tcp://HOST:PORT"`` (any address of a running ``dask scheduler`` with workers
-  connected: ``dask worker tcp://HOST:PORT``), or ``"local:N"`` for a ``distributed.LocalCluster`` of
-  N worker processes on this machine (with the Dask dashboard);
+* a *scheduler*: ``"tls://HOST:PORT"`` or ``"tcp://HOST:PORT"`` (any address of a running
+  ``dask scheduler`` with workers connected: ``dask worker tls://HOST:PORT``), or ``"local:N"`` for a
+  ``distributed.LocalCluster`` of N worker processes on this machine (with the Dask dashboard), all
+  of whose servers listen on 127.0.0.1 only;
+* a ``tls://`` scheduler is reached with the client certificate of Dask's configuration
+  (``distributed.comm.tls.ca-file``, ``distributed.comm.tls.client.cert``/``key``; rerun.md shows the
+  recipe: whoever reaches a scheduler without TLS runs code on its workers);
 * the environment variable ``DPBAYES_SCHEDULER`` gives the scheduler when the caller gives none, so a
   notebook executed by papermill uses a cluster without a new parameter.
 
@@ -31,6 +35,8 @@ __all__ = ["SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler",
            "check_versions", "map_on_cluster", "PINNED_PACKAGES"]
 
 SCHEDULER_ENV = "DPBAYES_SCHEDULER"
+#: The only interface the servers of a ``local:N`` cluster listen on.
+LOOPBACK = "127.0.0.1"
 #: Seconds to wait for the scheduler to answer and for a first worker to be connected.
 CONNECT_TIMEOUT = 10.0
 
@@ -103,6 +109,35 @@ def check_versions(client: Any, packages: Sequence[str] = PINNED_PACKAGES) -> No
                     f"{want or 'not installed'}; every worker needs the same dpbayes and pinned packages (requirements.txt)")
 
 
+#: Dask's configuration keys of the client's TLS settings (``tls://`` scheduler addresses).
+TLS_SETTINGS = {"tls_ca_file": "distributed.comm.tls.ca-file", "tls_client_cert": "distributed.comm.tls.client.cert",
+                "tls_client_key": "distributed.comm.tls.client.key"}
+
+
+def _security(address: str) -> Any:
+    """The ``distributed.Security`` of this client, from Dask's configuration (files in
+    ``~/.config/dask`` or ``$DASK_CONFIG``, or ``DASK_DISTRIBUTED__COMM__TLS__...`` variables).
+
+    A ``tls://`` address needs the CA file, the client certificate and its key: raises
+    :class:`SchedulerError` naming the missing settings (Dask itself would fail with a TypeError)
+    or a file that cannot be read.
+    """
+    from distributed.security import Security
+
+    security = Security()
+    if not address.startswith("tls://"):
+        return security
+    missing = [key for attr, key in TLS_SETTINGS.items() if not getattr(security, attr)]
+    if missing:
+        raise SchedulerError(f"{address} is a TLS address, but Dask's configuration sets no {', '.join(missing)}; "
+                             "see rerun.md, 'Running on a Dask cluster', for the settings file")
+    for attr, key in TLS_SETTINGS.items():
+        value = getattr(security, attr)
+        if "\n" not in value and not os.access(value, os.R_OK):  # a path (Dask also takes PEM text)
+            raise SchedulerError(f"{key} is {value}, which cannot be read")
+    return security
+
+
 @contextlib.contextmanager
 def connect(scheduler: str, timeout: float | None = None) -> Iterator[Any]:
     """A ``distributed.Client`` for ``scheduler`` (checked, reachable, with workers of the same versions).
@@ -118,15 +153,22 @@ def connect(scheduler: str, timeout: float | None = None) -> Iterator[Any]:
     with contextlib.ExitStack() as stack:
         local = _LOCAL.match(address)
         if local:
+            # every server of the cluster (scheduler, dashboard, workers, nannies) on the loopback
+            # interface only: nothing of it is reachable from another machine
             cluster = stack.enter_context(distributed.LocalCluster(
-                n_workers=int(local["n"]), threads_per_worker=1, processes=True, dashboard_address=":0"))
+                n_workers=int(local["n"]), threads_per_worker=1, processes=True, host=LOOPBACK,
+                dashboard_address=f"{LOOPBACK}:0", worker_dashboard_address=None))
             client = stack.enter_context(distributed.Client(cluster))
         else:
+            security = _security(address)
             try:
-                client = distributed.Client(address, timeout=timeout)
+                client = distributed.Client(address, timeout=timeout, security=security)
             except (OSError, TimeoutError) as exc:
+                hint = ("is `dask scheduler` running there, with a certificate signed by "
+                        f"{security.tls_ca_file}?" if address.startswith("tls://") else
+                        "is `dask scheduler` running there?")
                 raise SchedulerError(f"cannot reach the Dask scheduler at {address} within {timeout:g} s "
-                                     f"({type(exc).__name__}); is `dask scheduler` running there?") from None
+                                     f"({type(exc).__name__}); {hint}") from None
             stack.enter_context(client)
             try:
                 client.wait_for_workers(1, timeout=timeout)

@@ -8,7 +8,7 @@ python -m dpbayes run chapters/01-ubapp --update-stored
 python -m dpbayes params chapters/
 python -m dpbayes store-run runs/03b-smc-simulated-1a2b3c4d --as paper-n
 python -m dpbayes verify-run figures/03-adaptive-truncation/runs/paper-n
-python -m dpbayes run chapters/04-counting-queries -p eps 0.1,0.5,1 --scheduler tcp://HOST:8786
+python -m dpbayes run chapters/04-counting-queries -p eps 0.1,0.5,1 --scheduler tls://HOST:8786
 
 Every value is validated against the notebook's ``parameters`` cell before a kernel starts; a bad
 value prints one line naming the parameter and what is allowed, and exits with status 2 without
@@ -99,12 +99,39 @@ def find_notebooks(target: Path, root: Path | None = None) -> list[Path]:
 
 @dataclass(frozen=True)
 class Job:
-    """One notebook execution with fully validated parameter values."""
+    """One notebook execution with fully validated parameter values.
+
+    ``values`` are the parameters that differ from the notebook's defaults (injected by papermill,
+    hashed into the run directory's name, written to ``params.json``), so a default given explicitly
+    (``-p seed 1``) plans the same run as leaving it out; ``given`` are the values as the command
+    named them (shown in messages and in a sweep's summary), ``None`` when the same as ``values``.
+    """
 
     notebook: Path
     values: dict[str, Any]
     run_dir: Path
     chapter: str
+    given: dict[str, Any] | None = None
+
+    @property
+    def shown(self) -> dict[str, Any]:
+        """The values to show: as given, defaults given explicitly included."""
+        return self.values if self.given is None else self.given
+
+
+def without_defaults(declared: dict[str, Parameter], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` without the entries equal to their parameter's declared default."""
+    return {k: v for k, v in values.items() if k not in declared or not _same(v, declared[k].default)}
+
+
+def _same(value: Any, default: Any) -> bool:
+    """A validated value equals a declared default (``1`` and ``1.0`` alike, list by list)."""
+    if isinstance(value, (list, tuple)) or isinstance(default, (list, tuple)):
+        return (isinstance(value, (list, tuple)) and isinstance(default, (list, tuple)) and len(value) == len(default)
+                and all(_same(a, b) for a, b in zip(value, default)))
+    if isinstance(value, bool) or isinstance(default, bool):
+        return type(value) is type(default) and value == default
+    return value == default
 
 
 def params_hash(notebook: Path, values: dict[str, Any]) -> str:
@@ -188,12 +215,15 @@ def plan_jobs(target: Path, raw: dict[str, str], out_base: Path, update_stored: 
                     raise
                 name = next((k for k in combo if str(exc).startswith(f"parameter {k} ")), "")
                 raise ParameterError(_naming(str(exc), name, nb) if name else str(exc)) from None
-            values = full_values(nb, declared, values)
+            given = full_values(nb, declared, values)
+            values = without_defaults(declared, given)  # the same computation, the same run directory
             chapter = nb.parent.name if nb.parent.name != "chapters" else nb.stem
-            jobs.append(Job(nb, values, out_base / f"{nb.stem}-{params_hash(nb, values)}", chapter))
-    if is_sweep:
-        sweep_dir = out_base / f"{target.stem}-sweep-{params_hash(target, raw)}"
-        jobs = [Job(j.notebook, j.values, sweep_dir / j.run_dir.name, j.chapter) for j in jobs]
+            jobs.append(Job(nb, values, out_base / f"{nb.stem}-{params_hash(nb, values)}", chapter,
+                            given if given != values else None))
+    if is_sweep:  # named after the runs it holds, so explicit defaults do not change it either
+        runs = [[j.notebook.name, j.values] for j in jobs]
+        sweep_dir = out_base / f"{target.stem}-sweep-{params_hash(target, {'runs': runs})}"
+        jobs = [Job(j.notebook, j.values, sweep_dir / j.run_dir.name, j.chapter, j.given) for j in jobs]
     return jobs, is_sweep, skipped
 
 
@@ -451,7 +481,7 @@ class RunLostWorker(Interrupted):
     def __init__(self, outcomes: dict[Path, dict[str, Any]], job: Job, lost: executors.WorkerLost) -> None:
         super().__init__(outcomes, [])
         self.lost = job.run_dir
-        self.headline = f"error: {job.notebook.name} {_describe(job.values)}: {lost}"
+        self.headline = f"error: {job.notebook.name} {_describe(job.shown)}: {lost}"
 
     def status(self, run_dir: Path) -> str:
         return "failed (lost its Dask worker)" if run_dir == self.lost else "not started or cancelled (a run lost its Dask worker)"
@@ -529,7 +559,7 @@ def run_jobs(jobs: list[Job], parallel: int, progress: bool, timeout: int | None
             while pending or running:
                 while pending and len(running) < parallel:
                     if one_at_a_time:
-                        print(f"running {pending[0].notebook} {_describe(pending[0].values)}", file=sys.stderr)
+                        print(f"running {pending[0].notebook} {_describe(pending[0].shown)}", file=sys.stderr)
                     running.append(_start_worker(pending.pop(0), control, started, progress and one_at_a_time, timeout,
                                                  scratch=(control,)))
                     started += 1
@@ -921,29 +951,87 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path,
-                  unfinished: Callable[[Path], str] | None = None) -> Path:
-    """One CSV row per run: notebook, parameters, status, directory (relative to the sweep) and recorded
-    scalar results. A run without outcome (the sweep was stopped) has the status ``unfinished(run_dir)``
-    (:meth:`Interrupted.status`: stopped, not started, lost its worker, cancelled)."""
-    rows = []
+#: Columns of every summary row before the parameters and after them.
+SUMMARY_FIXED = ("notebook", "run_dir", "status")
+
+
+def summary_rows(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path,
+                 unfinished: Callable[[Path], str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per run: notebook, parameters, directory (relative to the sweep), status, the values the
+    notebook glued, and its recorded scalar results; and the names of the glued columns.
+
+    A run without outcome (the sweep was stopped) has the status ``unfinished(run_dir)``
+    (:meth:`Interrupted.status`: stopped, not started, lost its worker, cancelled). Glued values
+    (:func:`dpbayes.book.pagevalues.stored_glue_values`: the key numbers a page shows, as text) come
+    from the executed notebook of a run that finished ok; a key is its column's name (``glued.KEY`` if
+    it is also a parameter's or one of :data:`SUMMARY_FIXED`); the source's own numbers
+    (``source.*``, the same in every run) are left out. Results are ``<name>.<key>`` columns.
+    """
+    from dpbayes.book.pagevalues import stored_glue_values
+
+    params = {k for job in jobs for k in job.shown}
+    rows, glued_columns = [], []
     for job in jobs:
         missing = unfinished(job.run_dir) if unfinished is not None else "not started"
         outcome = outcomes.get(job.run_dir, {"run_dir": "", "status": missing})
         rel = os.path.relpath(outcome["run_dir"], sweep_dir) if outcome["run_dir"] else ""
-        row: dict[str, Any] = {"notebook": job.notebook.name, **job.values, "run_dir": rel, "status": outcome["status"]}
+        row: dict[str, Any] = {"notebook": job.notebook.name, **job.shown, "run_dir": rel, "status": outcome["status"]}
+        executed = Path(outcome["run_dir"]) / job.notebook.name if outcome["run_dir"] else None
+        if outcome["status"] == "ok" and executed is not None and executed.exists():
+            for key, text in stored_glue_values(executed).items():
+                if key.startswith("source."):
+                    continue
+                column = f"glued.{key}" if key in params or key in SUMMARY_FIXED else key
+                row[column] = text
+                glued_columns.append(column)
         figs = Path(outcome["run_dir"]) / "figures" if outcome["run_dir"] else Path("/nonexistent")
         for res in sorted(figs.glob("results-*.json")) if figs.exists() else []:
             for key, value in json.loads(res.read_text()).items():
                 row[f"{res.stem[len('results-'):]}.{key}"] = value
         rows.append(row)
+    return rows, list(dict.fromkeys(glued_columns))
+
+
+def write_summary(jobs: list[Job], outcomes: dict[Path, dict[str, Any]], sweep_dir: Path,
+                  unfinished: Callable[[Path], str] | None = None) -> tuple[Path, str]:
+    """Write the sweep's ``summary.csv`` (:func:`summary_rows`); return its path and a short table
+    of it for the terminal (:func:`summary_table`)."""
+    rows, glued = summary_rows(jobs, outcomes, sweep_dir, unfinished)
     fields = list(dict.fromkeys(k for r in rows for k in r))
     target = sweep_dir / "summary.csv"
     with atomic_path(target) as tmp, tmp.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
-    return target
+    results = [k for k in fields if k not in glued and k not in SUMMARY_FIXED and not any(k in j.shown for j in jobs)]
+    return target, summary_table(rows, jobs, glued + results)
+
+
+def _cell(value: Any, limit: int = 32) -> str:
+    text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def summary_table(rows: list[dict[str, Any]], jobs: list[Job], outputs: list[str], width: int | None = None) -> str:
+    """The summary as a short aligned table: the notebook (if several), the parameters that differ
+    between runs, the status and the ``outputs`` columns (glued values, then recorded results);
+    columns that do not fit in ``width`` (the terminal's) are left to summary.csv, which the last
+    line then says."""
+    varying = [k for k in dict.fromkeys(k for j in jobs for k in j.shown)
+               if len({json.dumps(r.get(k, ""), default=str) for r in rows}) > 1]
+    columns = (["notebook"] if len({r["notebook"] for r in rows}) > 1 else []) + varying + ["status"] + outputs
+    width = shutil.get_terminal_size((100, 24)).columns if width is None else width
+    cells = [[_cell(c) for c in columns]] + [[_cell(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    shown = 0
+    while shown < len(columns) and sum(widths[:shown + 1]) + 2 * shown <= max(width - 1, widths[0]):
+        shown += 1
+    shown = max(shown, 1)
+    lines = ["  ".join(line[i].ljust(widths[i]) for i in range(shown)).rstrip() for line in cells]
+    if shown < len(columns):
+        lines.append(f"({len(columns) - shown} more column{'s' if len(columns) - shown > 1 else ''} in summary.csv: "
+                     f"{', '.join(columns[shown:])})")
+    return "\n".join(lines)
 
 
 def check_timeout(timeout: int | None) -> None:
@@ -991,7 +1079,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ParameterError(f"no notebook under {args.target} declares {', '.join(raw)}")
     if args.dry_run:
         for job in jobs:
-            print(f"would run {job.notebook} {_describe(job.values)} -> {os.path.relpath(job.run_dir)}")
+            same = " (= the defaults)" if job.given and not job.values else ""
+            print(f"would run {job.notebook} {_describe(job.shown)}{same} -> {os.path.relpath(job.run_dir)}")
         if is_sweep:
             print(f"would write {os.path.relpath(jobs[0].run_dir.parent / 'summary.csv')}")
         if scheduler:
@@ -1016,6 +1105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(("\n" if bar_open else "") + _interrupted(stop, jobs, is_sweep, created), file=sys.stderr)
             return stop.exit_code
 
+    summary = write_summary(jobs, outcomes, jobs[0].run_dir.parent) if is_sweep else None  # before any output
     failed = 0
     for job in jobs:
         outcome = outcomes[job.run_dir]
@@ -1028,8 +1118,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"        {changed if changed.startswith(('(', 'removed')) else 'stored ' + changed}")
             if not changes:
                 print(f"        unchanged {job.notebook} and its figures")
-    if is_sweep:
-        print(f"summary  {os.path.relpath(write_summary(jobs, outcomes, jobs[0].run_dir.parent))}")
+    if summary is not None:
+        path, table = summary
+        print(f"summary  {os.path.relpath(path)}")
+        print()
+        print(table)
     return 1 if failed else 0
 
 
@@ -1072,11 +1165,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def _is_option(token: str) -> bool:
+    """A token that is an option of the command line, never a parameter's value: ``--anything``,
+    ``-p``, ``-h`` (a value may start with one ``-``: ``-1``, ``-inf``)."""
+    return token.startswith("--") or token in ("-p", "-h")
+
+
 def _split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     """Take ``-p NAME VALUE`` / ``-p NAME=VALUE`` out of ``argv`` before argparse sees it.
 
     argparse would read a value such as ``-inf`` as an option; here the token after the name is
-    always the value.
+    the value unless it is an option (:func:`_is_option`): ``-p eps --dry-run`` is a missing value.
     """
     rest: list[str] = []
     pairs: list[tuple[str, str]] = []
@@ -1086,16 +1185,19 @@ def _split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
         if token in ("-p", "--param") or token.startswith("--param="):
             if token.startswith("--param="):
                 first, i = token[len("--param="):], i + 1
-            elif i + 1 < len(argv):
+            elif i + 1 < len(argv) and not _is_option(argv[i + 1]):
                 first, i = argv[i + 1], i + 2
             else:
-                raise ParameterError(f"{token} needs a parameter name and a value: -p NAME VALUE or -p NAME=VALUE")
+                after = f" before {argv[i + 1]}" if i + 1 < len(argv) else ""
+                raise ParameterError(f"{token} is missing its parameter name and value{after}: "
+                                     "-p NAME VALUE or -p NAME=VALUE")
             if "=" in first:
                 name, value = first.split("=", 1)
-            elif i < len(argv):
+            elif i < len(argv) and not _is_option(argv[i]):
                 name, value, i = first, argv[i], i + 1
             else:
-                raise ParameterError(f"-p {first} needs a value: -p NAME VALUE or -p NAME=VALUE")
+                after = f" before {argv[i]}" if i < len(argv) else ""
+                raise ParameterError(f"-p {first} is missing its value{after}: -p NAME VALUE or -p NAME=VALUE")
             if not name.isidentifier():
                 raise ParameterError(f"-p needs a parameter name first, got {name!r}")
             pairs.append((name, value))
@@ -1108,44 +1210,100 @@ def _split_params(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
 #: What sets the parallelism on a cluster (why --jobs is refused with --scheduler).
 JOBS_ON_CLUSTER = ("the Dask cluster's workers set how many notebooks run at once "
                    "(one per worker thread: start more or fewer `dask worker`s); drop --jobs")
-SCHEDULER_HELP = ("run on a Dask cluster: tcp://HOST:PORT of a running `dask scheduler`, or local:N for a LocalCluster "
-                  "of N processes; several notebooks run as tasks (as many at once as the workers have threads), "
-                  "a single notebook's parallel loops do")
+SCHEDULER_HELP = ("run on a Dask cluster: tls://HOST:PORT of a running dask scheduler (its TLS settings from "
+                  "Dask's configuration, see the book's page 'Re-running and extending'), or local:N for N worker "
+                  "processes on this machine (listening on 127.0.0.1 only); several notebooks run as tasks "
+                  "(as many at once as the workers have threads), a single notebook runs here and its parallel "
+                  "loops run on the cluster")
+
+#: What ``python -m dpbayes --help`` says (plain text: argparse prints it as it is).
+DESCRIPTION = """\
+Re-run the book's notebooks with new parameters (through papermill), and keep
+or re-check runs too slow for CI. Every value is checked against the
+notebook's parameters cell before a kernel starts; a bad value prints one
+line and exits with status 2. Runs go to runs/; the stored notebooks and
+figures/ change only with run --update-stored."""
+
+#: One example per subcommand, shown by its --help and by the top-level --help, and executed by
+#: tests/test_doc_commands.py (run/verify-run with --dry-run, params as is, store-run checked
+#: against the run that the run example plans).
+EXAMPLES = {
+    "run": "python -m dpbayes run chapters/04-counting-queries -p eps 0.5",
+    "params": "python -m dpbayes params chapters/04-counting-queries",
+    "store-run": "python -m dpbayes store-run runs/04b-bayes-vs-naive-d6f9c698 --as eps-half",
+    "verify-run": "python -m dpbayes verify-run figures/03-adaptive-truncation/runs/paper-n",
+}
+
+SUBCOMMANDS = {
+    "run": ("execute a notebook or a chapter with new parameters",
+            "Execute a notebook, or every notebook of a chapter that declares the -p names,\n"
+            "into runs/<notebook>-<hash>/. A comma list on a scalar parameter is a sweep:\n"
+            "one run per value, under runs/<target>-sweep-<hash>/ with a summary.csv (the\n"
+            "parameters, the status, the values the notebook glues and its recorded\n"
+            "results), printed as a table at the end. A default given explicitly plans\n"
+            "the same run as leaving it out."),
+    "params": ("list the declared parameters of notebooks as a Markdown table",
+               "Print every declared parameter (type, default, allowed range, meaning) of\n"
+               "the notebooks under a folder, or of one notebook, as a Markdown table."),
+    "store-run": ("keep a finished non-default run as figures/<chapter>/runs/<label>/",
+                  "Keep a run too slow for CI beside the stored figures: its figures, scalar\n"
+                  "results and a run.json manifest (the notebook, the parameters, the command)."),
+    "verify-run": ("re-execute stored runs and compare them with what is stored",
+                   "Re-execute stored runs from their manifests and compare figures and results\n"
+                   "with what is stored; prints ok or each difference, exits with 1 on any."),
+}
+
+
+def _epilog(*commands: str) -> str:
+    if len(commands) == 1:
+        return f"example:\n  {EXAMPLES[commands[0]]}"
+    return "examples:\n" + "\n".join(f"  {EXAMPLES[c]}" for c in commands) + \
+        "\n\npython -m dpbayes COMMAND --help describes a command and its options."
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m dpbayes", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="execute a notebook or a chapter with papermill")
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog="python -m dpbayes", description=DESCRIPTION, epilog=_epilog(*EXAMPLES), formatter_class=raw)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    def command(name: str) -> argparse.ArgumentParser:
+        summary, description = SUBCOMMANDS[name]
+        return sub.add_parser(name, help=summary, description=description, epilog=_epilog(name), formatter_class=raw)
+
+    run = command("run")
     run.add_argument("target", help="a notebook (.ipynb) or a chapter folder")
     run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                     help="override a parameter (also -p NAME=VALUE); a comma list on a scalar parameter sweeps it")
-    run.add_argument("--out", help="base directory for runs (default: runs/)")
-    run.add_argument("--jobs", type=int, default=1,
+                     help="set a parameter (also -p NAME=VALUE); a comma list on a scalar parameter sweeps it; "
+                          "a value may start with '-' (-p x -1), an option in its place (-p x --dry-run) "
+                          "is a missing value")
+    run.add_argument("--out", metavar="DIR", help="base directory for runs (default: runs/)")
+    run.add_argument("--jobs", metavar="N", type=int, default=1,
                      help="notebooks executed in parallel on this machine (default 1); not with --scheduler, "
                           "where the cluster's workers set it")
     run.add_argument("--update-stored", action="store_true",
                      help="overwrite the stored notebook outputs and figures/ (default parameters only)")
     run.add_argument("--refresh-volatile", action="store_true",
                      help="with --update-stored: also replace the stored outputs of timing cells (# NBVAL_IGNORE_OUTPUT)")
-    run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds, >= 1 (default: none)")
+    run.add_argument("--timeout", metavar="S", type=int, default=None, help="per-cell timeout in seconds, >= 1 (default: none)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
     run.add_argument("--dry-run", action="store_true",
                      help="validate the parameters and print the planned runs; execute and write nothing")
     run.set_defaults(func=cmd_run)
-    params = sub.add_parser("params", help="list the declared parameters of notebooks as a Markdown table")
-    params.add_argument("target", nargs="?", default="chapters")
+    params = command("params")
+    params.add_argument("target", nargs="?", default="chapters",
+                        help="a chapter folder, a notebook (.ipynb), or chapters (the default: every notebook)")
     params.set_defaults(func=cmd_params)
-    keep = sub.add_parser("store-run", help="keep a finished non-default run as figures/<chapter>/runs/<label>/")
-    keep.add_argument("run_dir", help="a run directory written by `run` (holds params.json and figures/)")
-    keep.add_argument("--as", dest="label", required=True, help="label: lower-case letters, digits, '-'")
+    keep = command("store-run")
+    keep.add_argument("run_dir", metavar="RUN_DIR", help="a run directory written by run (holds params.json and figures/)")
+    keep.add_argument("--as", dest="label", metavar="LABEL", required=True,
+                      help="the stored run's name: lower-case letters, digits, '-'")
     keep.add_argument("--force", action="store_true", help="replace a stored run of the same label")
     keep.set_defaults(func=cmd_store_run)
-    verify = sub.add_parser("verify-run", help="re-execute stored runs and compare them with what is stored")
-    verify.add_argument("stored", nargs="+", help="figures/<chapter>/runs/<label> folders")
-    verify.add_argument("--out", help="base directory for the re-runs (default: runs/)")
-    verify.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds, >= 1 (default: none)")
+    verify = command("verify-run")
+    verify.add_argument("stored", metavar="STORED", nargs="+", help="figures/<chapter>/runs/<label> folders")
+    verify.add_argument("--out", metavar="DIR", help="base directory for the re-runs (default: runs/)")
+    verify.add_argument("--timeout", metavar="S", type=int, default=None, help="per-cell timeout in seconds, >= 1 (default: none)")
     verify.add_argument("--quiet", action="store_true", help="no progress bar")
     verify.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
     verify.add_argument("--dry-run", action="store_true", help="check the manifests and print the re-runs; execute nothing")
@@ -1153,7 +1311,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit status after output to a closed pipe (``... | head -1``): what a Unix tool that SIGPIPE
+#: ends returns (128 + 13), without Python's traceback.
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null, so that the interpreter's final flush of what is left
+    in ``sys.stdout`` cannot fail again (and print "Exception ignored ...")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         rest, pairs = _split_params(list(sys.argv[1:] if argv is None else argv))
         args = build_parser().parse_args(rest)
