@@ -122,6 +122,7 @@ def test_verdict_normalisation() -> None:
     assert book.normalise_verdict("holds (over-noised)") == "reproduced"
     assert book.normalise_verdict("fails (not DP)") == "not reproduced"
     assert book.normalise_verdict("fails as stated → corrected") == "corrected"
+    assert book.normalise_verdict("**Refuted**") == "refuted"
     md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "One", None, [book.Claim("c", "m", "maybe", "w")])])
     assert "? other" in md
 
@@ -131,9 +132,13 @@ def test_dashboard_counts_and_links(tmp_path: Path) -> None:
     write_chapter(tmp_path, "10-empty", "# Empty\n\nBeing written.\n")
     chapters = book.collect_claims(tmp_path)
     md = book.verdicts_markdown(chapters)
-    assert "| [Ch. 9: Toy](chapters/09-toy/index.md) | 4 | 1 | 1 | 1 | 1 |" in md
+    assert "| [Ch. 9: Toy](chapters/09-toy/index.md) | 4 | 1 | 1 | 1 | 1 | 0 |" in md
     assert "[Ch. 10: Empty](chapters/10-empty/index.md) | no claims table yet" in md
-    assert md.count("| [Ch. 9](chapters/09-toy/index.md#claims-and-verdicts) |") == 4
+    # one collapsed section per chapter with claims; each row links to its own row of the chapter page
+    assert md.count("::::{dropdown}") == 1 and "::::{dropdown} Ch. 9: Toy: 4 claims (1 ✓, 1 ◐, 1 ✎, 1 ✗)" in md
+    for k in range(1, 5):
+        assert f'| <a href="chapters/09-toy/index.html#claim-{k}">{k}</a> |' in md
+    assert "{bdg-success}`✓ reproduced`" in md and "{bdg-info}`✎ corrected` corrected (eq. 7)" in md
     assert "(chapters/09-toy/09a-toy.ipynb)" not in md or "09a" in md  # rebased when present
     assert "Privacy audit" not in md
     assert book.verdicts_markdown([]).startswith("No chapter")
@@ -347,3 +352,29 @@ def test_tables_inside_a_colon_fence_are_found_and_code_fences_are_not() -> None
     ]
     assert book.parse_claims_tables("# T\n\n## Verdicts\n\n" + text, "chapters/09-toy").anchor == "verdicts"
     assert book.markdown_tables("```\n" + text + "```\n") == []
+
+
+def test_claim_rows_get_the_ids_the_dashboard_links_to() -> None:
+    from docutils.core import publish_doctree
+
+    rst = """
++-------+----------+---------+
+| Claim | Measured | Verdict |
++=======+==========+=========+
+| a     | 1        | yes     |
++-------+----------+---------+
+| b     | 2        | no      |
++-------+----------+---------+
+
++---+---+
+| x | y |
++===+===+
+| 1 | 2 |
++---+---+
+"""
+    doctree = publish_doctree(rst)
+    assert book.label_claim_rows(doctree) == 2
+    from docutils import nodes
+
+    ids = [row["ids"] for row in doctree.findall(nodes.row) if row["ids"]]
+    assert ids == [["claim-1"], ["claim-2"]]

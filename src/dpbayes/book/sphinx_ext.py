@@ -57,9 +57,13 @@ from dpbayes.book.formatting import escape_cell
 from dpbayes.book.pagevalues import rebase_glued, resolve_glued_text, resolve_notebook
 
 CLAIMS_HEADER = ("claim", "measured", "verdict", "why")
-VERDICT_ORDER = ("reproduced", "partly", "corrected", "not reproduced")
+VERDICT_ORDER = ("reproduced", "partly", "corrected", "not reproduced", "refuted")
 # plain symbols present in common text fonts (emoji fonts are often missing, e.g. headless Chromium)
-VERDICT_MARK = {"reproduced": "✓", "partly": "◐", "corrected": "✎", "not reproduced": "✗", "other": "?"}
+VERDICT_MARK = {"reproduced": "✓", "partly": "◐", "corrected": "✎", "not reproduced": "✗", "refuted": "⊘", "other": "?"}
+# sphinx-design badge roles of the dashboard, one colour per verdict
+VERDICT_BADGE = {"reproduced": "bdg-success", "partly": "bdg-warning", "corrected": "bdg-info",
+                 "not reproduced": "bdg-secondary", "refuted": "bdg-danger", "other": "bdg-light"}
+CLAIM_ROW_ID = "claim-{}"  # id of the n-th row (from 1) of a chapter page's claims tables
 AUDIT_NOTEBOOK = "chapters/privacy-audit.ipynb"
 MATHJAX_KEEP = ("core.js", "loader.js", "startup.js")  # top-level files kept besides the bundle in use
 
@@ -177,13 +181,16 @@ def slugify(title: str) -> str:
 def normalise_verdict(text: str) -> str:
     """One of ``VERDICT_ORDER`` (or ``other``) for a verdict cell like ``**Partly** (see below)``.
 
-    Besides the four verdicts of CONTRIBUTING.md, the wording "holds" (reproduced), "holds only
-    ..." (partly) and "fails" (not reproduced) is understood; "corrected" anywhere wins.
+    Besides the five verdicts of CONTRIBUTING.md ("refuted": the book shows the claim false; "not
+    reproduced": the book could not obtain it), the wording "holds" (reproduced), "holds only ..."
+    (partly) and "fails" (not reproduced) is understood; "corrected" anywhere wins.
     """
     low = re.sub(r"[*_`]", "", text).strip().lower()
     if "corrected" in low:
         return "corrected"
-    if low.startswith(("not reproduced", "not-reproduced", "no ", "fails", "false", "refuted", "violated")) or low == "no":
+    if low.startswith(("refuted", "false")):
+        return "refuted"
+    if low.startswith(("not reproduced", "not-reproduced", "no ", "fails", "violated")) or low == "no":
         return "not reproduced"
     if low.startswith(("partly", "partially", "holds only", "mostly")):
         return "partly"
@@ -329,26 +336,64 @@ def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, a
                 continue
             out.append(f"| {link} | {len(ch.claims)} | " + " | ".join(str(counts[v]) for v in kinds) + " |")
         out.append("")
-        rows = [(ch, c) for ch in chapters for c in ch.claims]
-        if rows:
-            out.append("| Chapter | Claim (source §) | Measured | Verdict |")
-            out.append("|---|---|---|---|")
-            for ch, c in rows:
-                number = re.match(r"^(\d+)", ch.folder.rsplit("/", 1)[-1])
-                label = f"Ch. {int(number.group(1))}" if number else ch.title
-                target = f"{ch.folder}/index.md" + (f"#{ch.anchor}" if ch.anchor else "")
-                out.append(
-                    f"| [{label}]({target}) | {_cell(rebase_links(c.claim, ch.folder))} "
-                    f"| {_cell(rebase_links(c.measured, ch.folder))} "
-                    f"| {VERDICT_MARK[c.kind]} {_cell(rebase_links(c.verdict, ch.folder))} |"
-                )
-            out.append("")
+        for ch in chapters:
+            if ch.claims:
+                out.extend(chapter_dropdown(ch))
     if audit_link is not None:
         out.append("")
         out.append(f"**Privacy audit** ([full page]({audit_link})):")
         out.append("")
         out.append(audit if audit else "The audit page has no summary table yet.")
     return "\n".join(out) + "\n"
+
+
+def verdict_cell(claim: Claim, folder: str) -> str:
+    """A badge naming the verdict's kind, then the cell's own words when they say more than the kind."""
+    kind = claim.kind
+    badge = f"{{{VERDICT_BADGE[kind]}}}`{VERDICT_MARK[kind]} {kind}`"
+    said = re.sub(r"[*_`]", "", claim.verdict if claim.verdict_text is None else claim.verdict_text).strip()
+    return badge if said.lower() == kind else f"{badge} {rebase_links(claim.verdict, folder)}"
+
+
+def chapter_dropdown(ch: ChapterClaims) -> list[str]:
+    """One chapter's claims as a collapsed section: each row links to its row on the chapter page."""
+    counts = {v: sum(c.kind == v for c in ch.claims) for v in (*VERDICT_ORDER, "other")}
+    summary = ", ".join(f"{n} {VERDICT_MARK[v]}" for v, n in counts.items() if n)
+    lines = ["", f"::::{{dropdown}} {chapter_label(ch.folder, ch.title)}: {len(ch.claims)} claims ({summary})",
+             "| | Claim (source §) | Verdict |", "|---|---|---|"]
+    for k, c in enumerate(ch.claims, start=1):
+        # raw HTML: a Markdown link to a non-heading anchor would be checked (and missed) by MyST
+        link = f'<a href="{ch.folder}/index.html#{CLAIM_ROW_ID.format(k)}">{k}</a>'
+        lines.append(f"| {link} | {_cell(rebase_links(c.claim, ch.folder))} | {_cell(verdict_cell(c, ch.folder))} |")
+    lines.extend(["::::", ""])
+    return lines
+
+
+def label_claim_rows(doctree: Any) -> int:
+    """Give every body row of a page's claims tables the id ``claim-<n>`` (n from 1, page order).
+
+    The dashboard links each claim to its row; the rows are counted over the claims tables in the
+    order :func:`collect_claims` reads them (included files in place). Returns how many were labelled.
+    """
+    from docutils import nodes
+
+    n = 0
+    for table in doctree.findall(nodes.table):
+        head = next(table.findall(nodes.thead), None)
+        body = next(table.findall(nodes.tbody), None)
+        if head is None or body is None:
+            continue
+        header_row = next(head.findall(nodes.row), None)
+        if header_row is None:
+            continue
+        names = [entry.astext() for entry in header_row.children]
+        if claims_columns(names) is None:
+            continue
+        for row in body.children:
+            if isinstance(row, nodes.row) and any(entry.astext().strip() for entry in row.children):
+                n += 1
+                row["ids"].append(CLAIM_ROW_ID.format(n))
+    return n
 
 
 def audit_summary(notebook: Path, folder: str = "chapters") -> str | None:
@@ -875,6 +920,8 @@ def setup(app: Any) -> dict[str, Any]:
 
     def _label_stacked_tables(app: Any, doctree: Any) -> None:
         label_stacked_cells(doctree)
+        if CHAPTER_PAGE_RE.match(app.env.docname):
+            label_claim_rows(doctree)
 
     def _sphinx_section_numbers(app: Any) -> None:
         if not app.config.use_multitoc_numbering:
