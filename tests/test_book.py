@@ -79,14 +79,15 @@ def test_glued_values_in_claims_rebase_and_decide_the_dashboard_mark(tmp_path: P
     out = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "verdict_a", "mime_prefix": glue}},
            "data": {glue + "text/plain": "'not reproduced'"}}
     write_chapter(tmp_path, "12-glue", "# G\n\n## Claims\n\n| Claim (source §) | Measured | Verdict | Why |\n"
-                  "|---|---|---|---|\n| A | {glued}`12a::mse` | {glued}`12a::verdict_a` | x |\n")
+                  "|---|---|---|---|\n| A at {glued}`12a::mse` | m | {glued}`12a::verdict_a` | x |\n")
     notebook(tmp_path / "chapters" / "12-glue" / "12a-x.ipynb", "eps: float = 1.0  # e; range (0, inf)\n",
              [{"cell_type": "code", "metadata": {}, "source": "", "outputs": [out], "execution_count": 1}])
     (ch,) = book.collect_claims(tmp_path)
     assert ch.claims[0].kind == "not reproduced"
     text = book.verdicts_markdown([ch])
-    assert "{glued}`/chapters/12-glue/12a::mse`" in text and "{glued}`/chapters/12-glue/12a::verdict_a`" in text
-    assert VERDICT_MARK_NOT in text
+    assert "A at {glued}`/chapters/12-glue/12a::mse`" in text
+    # the stored word decides the badge; a cell that says no more than its kind shows only the badge
+    assert text.count("{bdg-secondary}`" + VERDICT_MARK_NOT + " not reproduced`") == 1 and "12a::verdict_a" not in text
 
 
 def test_claims_in_an_included_file_are_found(tmp_path: Path) -> None:

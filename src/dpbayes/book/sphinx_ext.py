@@ -341,9 +341,12 @@ def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, a
                 out.extend(chapter_dropdown(ch))
     if audit_link is not None:
         out.append("")
-        out.append(f"**Privacy audit** ([full page]({audit_link})):")
-        out.append("")
-        out.append(audit if audit else "The audit page has no summary table yet.")
+        if audit:
+            rows = len(markdown_tables(audit)[0][2]) if markdown_tables(audit) else 0
+            out.append(f"**Privacy audit** ([full page]({audit_link})): the privacy claim of every mechanism the book uses.")
+            out.extend(["", f"::::{{dropdown}} Privacy audit: {rows} mechanisms and settings checked", audit, "::::"])
+        else:
+            out.append(f"**Privacy audit** ([full page]({audit_link})): the audit page has no summary table yet.")
     return "\n".join(out) + "\n"
 
 
