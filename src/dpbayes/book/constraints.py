@@ -70,6 +70,7 @@ RULES: dict[str, list[Rule]] = {
     "03c-real-income": [less("mcmc_burn_in", "mcmc_iter")],
     "04b-bayes-vs-naive": [less("eps_min", "eps_max")],
     "04c-beyond-the-paper": [less("eps_min", "eps_max")],
+    "04d-fixed-counts-and-wrong-priors": [less("eps_min", "eps_max")],
     "using-dpbayes-numbers": [at_most("count", "n")],
     "privacy-audit": [less("trunc_low", "trunc_high")],
 }
