@@ -139,9 +139,16 @@ def _drawn(fig):
 
 
 def test_covered_curve_px_sees_a_legend_over_a_curve_and_not_one_beside_it():
+    # the book's style whatever ran before (another test's use_style() used to change the legend's
+    # size, and whether it reached a curve at 0.9); the curve lies inside the legend's band in it
+    with matplotlib.rc_context(figures.STYLE):
+        _legend_and_inset_cover_a_curve()
+
+
+def _legend_and_inset_cover_a_curve():
     x = np.linspace(0.0, 1.0, 50)
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    ax.plot(x, np.full_like(x, 0.9), label="a curve near the top")
+    ax.plot(x, np.full_like(x, 0.95), label="a curve near the top")
     ax.set_ylim(0.0, 1.0)
     ax.legend(loc="upper center")  # on the curve
     covered = _drawn(fig)
