@@ -88,3 +88,117 @@ def test_estimate_centre_and_spread():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# --------------------------------------------------------------------------------------------
+# Fairer baselines: clipped LBaPP, the prior mean, Laplace-on-the-count + Bayes remap
+# --------------------------------------------------------------------------------------------
+from dpbayes.lbapp import (  # noqa: E402
+    clipped_lbapp_estimate,
+    clipped_lbapp_mse,
+    laplace_count_remap_mse,
+    lbapp_grid_mae,
+    prior_variance,
+)
+
+
+def test_prior_variance():
+    assert prior_variance() == pytest.approx(1 / 12, rel=1e-15)
+    assert prior_variance(2.0, 5.0) == pytest.approx(10 / (49 * 8), rel=1e-15)
+
+
+@pytest.mark.parametrize("K,eps,a,b", [(1, 0.5, 1, 1), (10, 0.05, 1, 1), (100, 0.001, 1, 1), (100, 1.0, 1, 1), (20, 0.3, 2, 5)])
+def test_clipped_lbapp_mse_by_quadrature(K, eps, a, b):
+    """Independent check: integrate (clip(m + z) - m)^2 against the Laplace density numerically."""
+    y = np.arange(K + 1)
+    p_y = stats.betabinom.pmf(y, K, a, b)
+    m = (y + a) / (K + a + b)
+    s = lbapp_scale(K, eps, a, b)
+    noise = []
+    for mi in m:
+        f = lambda z: (np.clip(mi + z, 0.0, 1.0) - mi) ** 2 * stats.laplace.pdf(z, scale=s)  # noqa: E731
+        inner, _ = integrate.quad(f, -mi, 1 - mi, limit=200, epsabs=0, epsrel=1e-12)
+        tails = mi**2 * 0.5 * np.exp(-mi / s) + (1 - mi) ** 2 * 0.5 * np.exp(-(1 - mi) / s)
+        noise.append(inner + tails)
+    expected = bayes_mse_posterior_mean(K, a, b) + p_y @ np.array(noise)
+    assert clipped_lbapp_mse(K, eps, a, b) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("K,eps", [(10, 0.05), (100, 1.0)])
+def test_clipped_lbapp_mse_by_monte_carlo(K, eps):
+    rng = np.random.default_rng(11)
+    theta = rng.uniform(size=200_000)
+    y = rng.binomial(K, theta)
+    err2 = (clipped_lbapp_estimate(y, K, eps, rng) - theta) ** 2
+    se = err2.std(ddof=1) / np.sqrt(err2.size)
+    assert abs(err2.mean() - clipped_lbapp_mse(K, eps)) <= 4 * se
+    # and the test has power: the unclipped formula is far outside at eps = 0.05
+    if eps < 0.1:
+        assert abs(err2.mean() - lbapp_mse(K, eps)) > 4 * se
+
+
+@pytest.mark.parametrize("K,eps", [(1, 0.1), (10, 1.0), (100, 5.0)])
+def test_clipped_lbapp_between_limits(K, eps):
+    assert clipped_lbapp_mse(K, eps) <= lbapp_mse(K, eps)
+    assert clipped_lbapp_mse(K, 1e-9) < 1 / 3 + bayes_mse_posterior_mean(K)
+    assert clipped_lbapp_mse(K, 1e9) == pytest.approx(lbapp_mse(K, 1e9), rel=1e-12)
+
+
+@pytest.mark.parametrize("K,eps,a,b", [(1, 0.5, 1, 1), (10, 0.05, 1, 1), (30, 2.0, 1, 1), (20, 0.3, 2, 5)])
+def test_laplace_count_remap_quadrature_converged(K, eps, a, b):
+    assert laplace_count_remap_mse(K, eps, a, b) == pytest.approx(laplace_count_remap_mse(K, eps, a, b, n_nodes=96), rel=1e-12)
+
+
+@pytest.mark.parametrize("K,eps", [(5, 0.3), (20, 1.0)])
+def test_laplace_count_remap_by_monte_carlo(K, eps):
+    """Simulate the mechanism and remap with the exact posterior mean given v (computed independently)."""
+    rng = np.random.default_rng(5)
+    n = 200_000
+    theta = rng.uniform(size=n)
+    y = rng.binomial(K, theta)
+    v = np.clip(y + rng.laplace(0.0, 1 / eps, size=n), 0.0, K)
+    ys = np.arange(K + 1)
+    m = (ys + 1) / (K + 2)
+    dens = np.where(
+        (v == 0)[:, None], 0.5 * np.exp(-eps * ys)[None, :],
+        np.where((v == K)[:, None], 0.5 * np.exp(-eps * (K - ys))[None, :], np.exp(-eps * np.abs(v[:, None] - ys[None, :]))),
+    )
+    est = dens @ m / dens.sum(axis=1)
+    err2 = (est - theta) ** 2
+    se = err2.std(ddof=1) / np.sqrt(n)
+    assert abs(err2.mean() - laplace_count_remap_mse(K, eps)) <= 4 * se
+
+
+@pytest.mark.parametrize("K,eps", [(1, 0.1), (10, 1.0), (100, 0.01), (100, 1.0)])
+def test_remap_beats_lbapp_and_prior_mean_limits(K, eps):
+    """The Bayes remap is the best function of v, so it beats the prior mean (a constant); clipped LBaPP
+    is not a function of v (it sees y + Z below 0 or above K), so beating it is checked, not implied.
+    Both limits in eps: the prior variance and the non-private Bayes MSE."""
+    r = laplace_count_remap_mse(K, eps)
+    assert r <= clipped_lbapp_mse(K, eps) + 1e-15
+    assert r <= prior_variance() + 1e-15
+    assert laplace_count_remap_mse(K, 1e-7) == pytest.approx(prior_variance(), rel=1e-5)
+    assert laplace_count_remap_mse(K, 200.0) == pytest.approx(bayes_mse_posterior_mean(K), rel=1e-9)
+
+
+def test_lbapp_grid_mae_by_monte_carlo():
+    K, eps = 20, 0.5
+    grid = np.linspace(0, 1, 201)
+    rng = np.random.default_rng(9)
+    n = 200_000
+    theta = rng.choice(grid, size=n)
+    y = rng.binomial(K, theta)
+    err = np.abs(lbapp_estimate(y, K, eps, rng) - theta)
+    se = err.std(ddof=1) / np.sqrt(n)
+    assert abs(err.mean() - lbapp_grid_mae(K, eps, grid)) <= 4 * se
+
+
+def test_baseline_bad_input():
+    with pytest.raises(ValueError, match="eps"):
+        clipped_lbapp_mse(10, 0.0)
+    with pytest.raises(ValueError, match="K"):
+        laplace_count_remap_mse(0, 1.0)
+    with pytest.raises(ValueError, match="n_nodes"):
+        laplace_count_remap_mse(10, 1.0, n_nodes=1)
+    with pytest.raises(ValueError, match="theta_grid"):
+        lbapp_grid_mae(10, 1.0, np.array([0.5, 0.2]))
