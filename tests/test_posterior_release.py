@@ -243,3 +243,70 @@ def test_three_category_exact_privacy_loss():
             assert pr.privacy_loss_multi(mechanism, 5, 1.0, prior) <= 1.0 + 1e-9
     # binary special case agrees with the matrix version
     assert pr.privacy_loss_multi("EHDL", 12, 1.0, (0.5, 0.5)) == pytest.approx(pr.privacy_loss_binary("EHDL", 12, 1.0, (0.5, 0.5)), rel=1e-12)
+
+
+# -- mechanisms added for the optimality comparison (not in the notes) ------------------------------
+@pytest.mark.parametrize("eps", [0.01, 0.3, 1.0, 3.0])
+def test_geometric_release_exact_loss_is_eps(eps):
+    # truncated geometric mechanism: every neighbouring log ratio is eps or 0, attained for n >= 1
+    for n in (1, 2, 7, 40):
+        assert pr.privacy_loss_binary("Geometric", n, eps) == pytest.approx(eps, rel=1e-12)
+    assert pr.proven_epsilon("Geometric", eps, 10, (1.0, 1.0)) == eps
+
+
+def test_geometric_release_law_closed_form():
+    eps, n, x = 0.7, 9, 3
+    a = math.exp(-eps)
+    P = pr.exact_output_distribution("Geometric", n, eps)
+    assert np.allclose(P.sum(axis=1), 1.0, atol=1e-14)
+    j = np.arange(n + 1)
+    expect = (1 - a) / (1 + a) * a ** np.abs(j - x)
+    expect[0] = a**x / (1 + a)
+    expect[n] = a ** (n - x) / (1 + a)
+    assert np.allclose(P[x], expect, rtol=1e-13)
+    with pytest.raises(ValueError, match="two categories"):
+        pr.release_log_distribution("Geometric", (1, 2, 3), eps, (1.0, 1.0, 1.0))
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_rounding_lshist_exact_loss(eps):
+    # rounding is post-processing of the Laplace count: loss <= eps, and = eps once n is large enough
+    losses = [pr.privacy_loss_binary("LSHist-round", n, eps) for n in range(1, 31)]
+    assert max(losses) <= eps * (1 + 1e-12)
+    assert losses[-1] == pytest.approx(eps, rel=1e-9)
+    assert pr.proven_epsilon("LSHist-round", eps, 10, (1.0, 1.0)) == eps
+    # three categories: every data set of size 4, replace-one neighbours
+    assert pr.privacy_loss_multi("LSHist-round", 4, eps, (1.0, 1.0, 1.0)) <= eps * (1 + 1e-12)
+
+
+def test_rounding_lshist_law_and_floor_bias():
+    eps, n, x = 1.0, 20, 8
+    # interior: P[round(x + eta) = j] = P[j - x - 1/2 <= eta < j - x + 1/2]
+    lap = stats.laplace(scale=1 / eps)
+    P = pr.exact_output_distribution("LSHist-round", n, eps)
+    j = np.arange(1, n)
+    assert np.allclose(P[x, 1:n], lap.cdf(j - x + 0.5) - lap.cdf(j - x - 0.5), rtol=1e-12)
+    # the floor puts as much mass on x - 1 as on x (bias down); rounding is symmetric about x
+    F = pr.exact_output_distribution("LSHist", n, eps)
+    assert F[x, x - 1] == pytest.approx(F[x, x], rel=1e-12)
+    assert P[x, x - 1] == pytest.approx(P[x, x + 1], rel=1e-12) and P[x, x] > F[x, x]
+
+
+@pytest.mark.parametrize("mechanism", ["LSHist-round", "Geometric"])
+def test_added_mechanisms_sampler_matches_exact_law(mechanism):
+    counts, eps = (18, 42), 1.0
+    draws = pr.sample_release(mechanism, counts, eps, (1.0, 1.0), np.random.default_rng(3), 100_000)
+    assert np.all(draws.sum(axis=1) == 60)
+    _, logp = pr.release_log_distribution(mechanism, counts, eps, (1.0, 1.0))
+    p = np.exp(logp)
+    obs = np.bincount(draws[:, 0], minlength=61)
+    keep = p * len(draws) > 5
+    chi2 = float((((obs - p * len(draws)) ** 2) / (p * len(draws)))[keep].sum())
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-4
+
+
+def test_added_mechanisms_keep_notes_list():
+    assert pr.MECHANISMS == ("LSDim", "LSHist", "EHD", "EHD-notes", "EHDL", "EHDS")
+    assert set(pr.ADDED_MECHANISMS) == {"LSHist-round", "Geometric"}
+    with pytest.raises(ValueError, match="mechanism"):
+        pr.mean_error("Gauss", (1, 2), 1.0, (1.0, 1.0))

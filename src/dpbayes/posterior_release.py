@@ -25,6 +25,18 @@ name           what it does                                               proven
 ``LSDim`` and ``LSHist`` with ``k >= 3`` can release count vectors that do not sum to ``n`` (the
 last coordinate is clamped), i.e. posteriors outside ``R_alpha``; this is the notes' algorithm,
 reproduced as written.
+
+Two mechanisms that are not in the notes (``ADDED_MECHANISMS``, chapter 2's optimality comparison)
+are accepted by every function that takes a mechanism name; :data:`MECHANISMS` keeps the notes' ones:
+
+================  ======================================================  ==========================
+``LSHist-round``  ``LSHist`` with the noisy count rounded to the nearest  ``eps`` (post-processing of
+                  integer instead of floored (``floor(c + eta + 1/2)``)   the Laplace mechanism)
+``Geometric``     truncated geometric mechanism (two categories only):    ``eps`` (exact loss ``eps``)
+                  two-sided geometric noise ``P(z) ~ exp(-eps |z|)`` on
+                  the count, clamped to ``[0, n]``, released as the
+                  matching posterior (Ghosh, Roughgarden & Sundararajan)
+================  ======================================================  ==========================
 """
 
 from __future__ import annotations
@@ -52,6 +64,8 @@ from dpbayes.validation import check_choice, check_int, check_positive, check_pr
 
 __all__ = [
     "MECHANISMS",
+    "ADDED_MECHANISMS",
+    "ALL_MECHANISMS",
     "LAPLACE_MECHANISMS",
     "EXPONENTIAL_MECHANISMS",
     "proven_epsilon",
@@ -84,17 +98,27 @@ __all__ = [
 LAPLACE_MECHANISMS = ("LSDim", "LSHist")
 EXPONENTIAL_MECHANISMS = ("EHD", "EHD-notes", "EHDL", "EHDS")
 MECHANISMS = LAPLACE_MECHANISMS + EXPONENTIAL_MECHANISMS
+#: Not in the notes: LSHist with rounding instead of the floor, and the truncated geometric mechanism.
+ADDED_MECHANISMS = ("LSHist-round", "Geometric")
+ALL_MECHANISMS = MECHANISMS + ADDED_MECHANISMS
+# additive-noise mechanisms whose release is computed coordinate-wise (noise, integer map, clamp)
+_NOISE_MECHANISMS = LAPLACE_MECHANISMS + ADDED_MECHANISMS
 _LOG2 = math.log(2.0)
 
 
 def _check_mechanism(mechanism: str) -> str:
-    return check_choice("mechanism", mechanism, MECHANISMS)
+    return check_choice("mechanism", mechanism, ALL_MECHANISMS)
+
+
+def _check_geometric_binary(mechanism: str, k: int) -> None:
+    if mechanism == "Geometric" and k != 2:
+        raise ValueError(f"mechanism 'Geometric' is defined for two categories (a prior of length 2), got {k} categories")
 
 
 def laplace_scale(mechanism: str, eps: float, k: int) -> float:
     """Scale of the Laplace noise of ``LSDim`` (notes Alg. 1: ``k/eps``) or ``LSHist`` (Alg. 2: ``1/eps`` for
     ``k = 2``, ``2/eps`` otherwise)."""
-    check_choice("mechanism", mechanism, LAPLACE_MECHANISMS)
+    check_choice("mechanism", mechanism, LAPLACE_MECHANISMS + ("LSHist-round",))
     eps = check_positive("eps", eps)
     k = check_int("k", k, minimum=2)
     if mechanism == "LSDim":
@@ -109,13 +133,17 @@ def proven_epsilon(mechanism: str, eps: float, n: int, prior: ArrayLike) -> floa
     the guarantee is ``sensitivity / scale``. ``EHD``: ``eps`` (McSherry-Talwar with the computed
     ``GS``). ``EHD-notes``: the same theorem with the true sensitivity gives ``eps * GS / sqrt(1 - pi/4)``.
     ``EHDS``: ``eps`` (argument in :func:`dpbayes.sensitivity.pure_dp_smoothing_beta`).
-    ``EHDL``: ``inf`` (no guarantee; see the exact losses in the chapter).
+    ``EHDL``: ``inf`` (no guarantee; see the exact losses in the chapter). ``LSHist-round``: as
+    ``LSHist`` (rounding is post-processing). ``Geometric``: ``eps`` (two categories).
     """
     _check_mechanism(mechanism)
     eps = check_positive("eps", eps)
     alpha = check_prior(prior)
     k = alpha.size
-    if mechanism in LAPLACE_MECHANISMS:
+    _check_geometric_binary(mechanism, k)
+    if mechanism == "Geometric":
+        return eps
+    if mechanism in LAPLACE_MECHANISMS + ("LSHist-round",):
         sens = 1.0 if k == 2 else 2.0
         return sens / laplace_scale(mechanism, eps, k)
     if mechanism in ("EHD", "EHDS"):
@@ -155,13 +183,49 @@ def _log_clamped_floor_pmf(c: int, n: int, scale: float) -> NDArray[np.float64]:
     return _log_laplace_interval(lo, hi, scale)
 
 
+def _log_clamped_round_pmf(c: int, n: int, scale: float) -> NDArray[np.float64]:
+    """log pmf of ``clamp(round(c + eta), 0, n)`` (``round(y) = floor(y + 1/2)``), ``eta ~ Lap(0, scale)``."""
+    if n == 0:
+        return np.zeros(1)
+    j = np.arange(n + 1, dtype=float)
+    lo = j - 0.5 - c
+    hi = j + 0.5 - c
+    lo[0] = -np.inf
+    hi[-1] = np.inf
+    return _log_laplace_interval(lo, hi, scale)
+
+
+def _log_truncated_geometric_pmf(c: int, n: int, eps: float) -> NDArray[np.float64]:
+    """log pmf of ``clamp(c + z, 0, n)`` with two-sided geometric ``P(z) = (1-a)/(1+a) a^|z|``, ``a = e^-eps``.
+
+    Interior ``j``: ``(1-a)/(1+a) a^|j-c|``; the ends collect the tails: ``a^c/(1+a)`` at ``j = 0`` and
+    ``a^(n-c)/(1+a)`` at ``j = n`` (Ghosh, Roughgarden & Sundararajan 2009). Log space throughout.
+    """
+    if n == 0:
+        return np.zeros(1)
+    j = np.arange(n + 1, dtype=float)
+    out = -eps * np.abs(j - c) + (math.log(-math.expm1(-eps)) - math.log1p(math.exp(-eps)))
+    out[0] = -eps * c - math.log1p(math.exp(-eps))
+    out[n] = -eps * (n - c) - math.log1p(math.exp(-eps))
+    return out
+
+
+def _noise_pmf(mechanism: str, c: int, n: int, eps: float, k: int) -> NDArray[np.float64]:
+    """log pmf of one noisy, clamped coordinate of an additive-noise mechanism."""
+    if mechanism == "Geometric":
+        return _log_truncated_geometric_pmf(c, n, eps)
+    scale = laplace_scale(mechanism, eps, k)
+    if mechanism == "LSHist-round":
+        return _log_clamped_round_pmf(c, n, scale)
+    return _log_clamped_floor_pmf(c, n, scale)
+
+
 def _laplace_release_log_distribution(
     mechanism: str, counts: NDArray[np.int64], eps: float
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     k = counts.size
     n = int(counts.sum())
-    scale = laplace_scale(mechanism, eps, k)
-    pmfs = [_log_clamped_floor_pmf(int(counts[i]), n, scale) for i in range(k - 1)]
+    pmfs = [_noise_pmf(mechanism, int(counts[i]), n, eps, k) for i in range(k - 1)]
     grids = np.meshgrid(*[np.arange(n + 1)] * (k - 1), indexing="ij")
     first = np.stack([g.ravel() for g in grids], axis=1)
     logp = sum(pmfs[i][first[:, i]] for i in range(k - 1))
@@ -216,7 +280,8 @@ def release_log_distribution(
     eps = check_positive("eps", eps)
     alpha = check_prior(prior)
     c = _check_counts(counts, alpha)
-    if mechanism in LAPLACE_MECHANISMS:
+    _check_geometric_binary(mechanism, alpha.size)
+    if mechanism in _NOISE_MECHANISMS:
         return _laplace_release_log_distribution(mechanism, c, eps)
     cand = candidate_counts(int(c.sum()), alpha.size)
     score = -np.asarray(hellinger_dirichlet(alpha + c, alpha + cand)) * _exponential_factor(mechanism, c, eps, alpha, smoothing_beta)
@@ -234,9 +299,8 @@ def exact_log_output_distribution(
     n = check_int("n", n, minimum=1, maximum=3000)
     alpha = check_prior(prior, 2)
     eps = check_positive("eps", eps)
-    if mechanism in LAPLACE_MECHANISMS:
-        scale = laplace_scale(mechanism, eps, 2)
-        return np.vstack([_log_clamped_floor_pmf(x, n, scale) for x in range(n + 1)])
+    if mechanism in _NOISE_MECHANISMS:
+        return np.vstack([_noise_pmf(mechanism, x, n, eps, 2) for x in range(n + 1)])
     # All pairwise distances between the n + 1 posteriors at once (candidates = posteriors).
     post = candidate_counts(n, 2) + alpha
     dist = np.asarray(hellinger_dirichlet(post[:, None, :], post[None, :, :]))
@@ -342,9 +406,17 @@ def sample_release(
     rng = check_rng("rng", rng)
     size = check_int("size", size, minimum=1)
     k, n = alpha.size, int(c.sum())
-    if mechanism in LAPLACE_MECHANISMS:
+    _check_geometric_binary(mechanism, k)
+    if mechanism == "Geometric":
+        # two-sided geometric noise as the difference of two geometric counts of failures
+        a = math.exp(-eps)
+        z = rng.geometric(1.0 - a, size=size) - rng.geometric(1.0 - a, size=size)
+        first = np.clip(c[0] + z, 0, n).astype(np.int64)
+        return np.stack([first, n - first], axis=1)
+    if mechanism in LAPLACE_MECHANISMS + ("LSHist-round",):
         eta = rng.laplace(0.0, laplace_scale(mechanism, eps, k), size=(size, k - 1))
-        first = np.clip(np.floor(c[: k - 1] + eta), 0, n).astype(np.int64)
+        shift = 0.5 if mechanism == "LSHist-round" else 0.0
+        first = np.clip(np.floor(c[: k - 1] + eta + shift), 0, n).astype(np.int64)
         last = np.clip(n - first.sum(axis=1), 0, n)
         return np.concatenate([first, last[:, None]], axis=1)
     support, logp = release_log_distribution(mechanism, c, eps, alpha, smoothing_beta=smoothing_beta)
@@ -429,6 +501,7 @@ def off_candidate_probability(mechanism: str, counts: ArrayLike, eps: float, pri
     _check_mechanism(mechanism)
     alpha = check_prior(prior)
     c = _check_counts(counts, alpha)
+    _check_geometric_binary(mechanism, alpha.size)
     if mechanism in EXPONENTIAL_MECHANISMS or alpha.size == 2:
         return 0.0  # these always release a member of R_alpha
     released, logp = release_log_distribution(mechanism, c, eps, alpha)
