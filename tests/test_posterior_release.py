@@ -381,3 +381,41 @@ def test_certificate_rejects_non_dp_input():
     P = np.array([[1.0, 0.0], [0.0, 1.0]])
     with pytest.raises(RuntimeError, match="certified"):
         pr._certify_release(P, 0.1)
+
+
+# -- projection of off-candidate releases (k >= 3) ---------------------------------------------------
+@pytest.mark.parametrize("mechanism", ["LSDim", "LSHist"])
+def test_projected_release_is_in_candidate_set_and_keeps_privacy(mechanism):
+    prior, eps, n = (1.0, 1.0, 1.0), 1.0, 5
+    data = se.candidate_counts(n, 3)
+    logs = []
+    for c in data:
+        cand, logp = pr.projected_release_log_distribution(mechanism, c, eps, prior)
+        assert np.array_equal(cand, data)
+        assert math.isclose(float(np.exp(logp).sum()), 1.0, abs_tol=1e-12)
+        logs.append(logp)
+    logs = np.vstack(logs)
+    # exact loss over all replace-one neighbours (moves of one record between categories)
+    worst = 0.0
+    for i, c in enumerate(data):
+        for j, c2 in enumerate(data):
+            if np.abs(c - c2).sum() == 2:
+                both = np.isfinite(logs[i]) | np.isfinite(logs[j])
+                worst = max(worst, float(np.max(np.abs(logs[i][both] - logs[j][both]))))
+    assert worst <= pr.proven_epsilon(mechanism, eps, n, prior) * (1 + 1e-9)
+    # releases already in R_alpha keep their probability
+    c = data[7]
+    released, logp = pr.release_log_distribution(mechanism, c, eps, prior)
+    cand, logq = pr.projected_release_log_distribution(mechanism, c, eps, prior)
+    on = released.sum(axis=1) == n
+    for r, lp_ in zip(released[on], logp[on]):
+        k = int(np.flatnonzero((cand == r).all(axis=1))[0])
+        assert np.exp(logq[k]) >= np.exp(lp_) - 1e-15
+
+
+def test_projected_release_binary_is_identity():
+    released, logp = pr.release_log_distribution("LSHist", (3, 5), 1.0, (1.0, 1.0))
+    cand, logq = pr.projected_release_log_distribution("LSHist", (3, 5), 1.0, (1.0, 1.0))
+    assert np.array_equal(released, cand) and np.allclose(logp, logq)
+    with pytest.raises(ValueError, match="mechanism"):
+        pr.projected_release_log_distribution("EHD", (3, 5), 1.0, (1.0, 1.0))

@@ -86,6 +86,7 @@ __all__ = [
     "error_quantile",
     "sample_errors",
     "off_candidate_probability",
+    "projected_release_log_distribution",
     "binary_distance_matrix",
     "window_half_widths",
     "theorem_2_5_rows",
@@ -520,6 +521,51 @@ def off_candidate_probability(mechanism: str, counts: ArrayLike, eps: float, pri
     released, logp = release_log_distribution(mechanism, c, eps, alpha)
     off = released.sum(axis=1) != c.sum()
     return float(np.exp(logp[off]).sum()) if np.any(off) else 0.0
+
+
+def projected_release_log_distribution(
+    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike, *, chunk: int = 256
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """``LSDim``/``LSHist`` (or ``LSHist-round``) with every off-candidate release projected back onto ``R_alpha``.
+
+    Not in the notes (they clamp the last coordinate, which can leave ``R_alpha`` for ``k >= 3``). A release
+    ``c~`` whose counts do not sum to ``n`` is replaced by the candidate ``r`` nearest to it in Hellinger
+    distance, ``argmin_r H(Dir(alpha + c~), r)`` (the first in :func:`dpbayes.sensitivity.candidate_counts`
+    order on ties); releases in ``R_alpha`` are kept. Privacy: post-processing of the mechanism, so the same
+    guarantee (:func:`proven_epsilon`); the exact loss is tested.
+
+    Returns
+    -------
+    released : ndarray of int, shape (m, k)
+        All candidates (``candidate_counts(n, k)``), the same support for every data set.
+    log_prob : ndarray, shape (m,)
+        Log-probabilities (``-inf`` for candidates never released).
+    """
+    check_choice("mechanism", mechanism, LAPLACE_MECHANISMS + ("LSHist-round",))
+    alpha = check_prior(prior)
+    c = _check_counts(counts, alpha)
+    chunk = check_int("chunk", chunk, minimum=1)
+    n = int(c.sum())
+    released, logp = release_log_distribution(mechanism, c, eps, alpha)
+    cand = candidate_counts(n, alpha.size)
+    index = {tuple(int(v) for v in r): i for i, r in enumerate(cand)}
+    target = np.empty(len(released), dtype=np.int64)
+    on = released.sum(axis=1) == n
+    target[on] = [index[tuple(int(v) for v in r)] for r in released[on]]
+    off = np.flatnonzero(~on)
+    for start in range(0, off.size, chunk):
+        rows = off[start : start + chunk]
+        d = np.asarray(hellinger_dirichlet(alpha + released[rows][:, None, :], alpha + cand[None, :, :]))
+        target[rows] = np.argmin(d, axis=1)
+    out = np.full(len(cand), -np.inf)
+    finite = np.isfinite(logp)
+    order = np.argsort(target[finite], kind="stable")
+    t_sorted, l_sorted = target[finite][order], logp[finite][order]
+    bounds = np.flatnonzero(np.diff(t_sorted)) + 1
+    for grp_t, grp_l in zip(np.split(t_sorted, bounds), np.split(l_sorted, bounds)):
+        if grp_t.size:
+            out[grp_t[0]] = logsumexp(grp_l)
+    return cand, out
 
 
 def binary_local_sensitivities(n: int, prior: ArrayLike) -> NDArray[np.float64]:
