@@ -342,12 +342,13 @@ def test_lp_is_certified_dp_and_beats_every_mechanism(eps, objective, loss):
 
 @pytest.mark.parametrize("eps", [0.05, 0.5, 2.0])
 @pytest.mark.parametrize("prior", [(1.0, 1.0), (0.5, 0.5), (0.05, 0.05)])
-def test_closed_form_equals_lp_bayes(eps, prior):
+@pytest.mark.parametrize("loss", ["hellinger", "good_set"])
+def test_closed_form_equals_lp_bayes(eps, prior, loss):
     # truncated geometric + remap (chapter 1's exact solver) attains the LP optimum
     n = 15
     data_prior = pr.beta_binomial_data_prior(n, prior)
-    a = pr.optimal_release_lp(n, eps, prior, data_prior=data_prior)
-    b = pr.optimal_release_bayes_exact(n, eps, prior, data_prior=data_prior)
+    a = pr.optimal_release_lp(n, eps, prior, loss=loss, data_prior=data_prior)
+    b = pr.optimal_release_bayes_exact(n, eps, prior, loss=loss, data_prior=data_prior)
     assert b.info["monotone_loss"]
     assert b.value == pytest.approx(a.solver_value, abs=1e-8)
     assert b.privacy_loss <= eps + 1e-9
