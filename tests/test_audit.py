@@ -328,3 +328,16 @@ def test_book_audit_with_statistics_finds_no_violation():
     for r in rows:
         assert r.verdict in ("holds", "within eps here (no general claim)", "not eps-DP as calibrated"), r
         assert r.statistical_lower <= r.audited_eps + A.CLAIM_ATOL, r  # a valid lower bound sits below the exact loss
+
+
+@pytest.mark.parametrize("eps", [0.05, 1.0, 3.0])
+def test_geometric_posterior_release_is_audited_with_loss_eps(eps):
+    # Ch. 2's truncated geometric posterior release (and LSHist with rounding) spend exactly eps
+    rows = A.audit_book_mechanisms(eps, np.random.default_rng(0), n=12, K=4, n_theta=41, n_multi=0, n_large=0, n_samples=0)
+    by_name = {r.mechanism: r for r in rows}
+    for name in ("Geometric", "LSHist-round"):
+        r = by_name[name]
+        assert r.audit_kind == "exact" and r.claims_dp
+        assert r.claimed_eps == pytest.approx(eps, rel=1e-12)
+        assert r.audited_eps == pytest.approx(eps, rel=1e-9), r
+        assert r.verdict == "holds", r

@@ -243,3 +243,180 @@ def test_three_category_exact_privacy_loss():
             assert pr.privacy_loss_multi(mechanism, 5, 1.0, prior) <= 1.0 + 1e-9
     # binary special case agrees with the matrix version
     assert pr.privacy_loss_multi("EHDL", 12, 1.0, (0.5, 0.5)) == pytest.approx(pr.privacy_loss_binary("EHDL", 12, 1.0, (0.5, 0.5)), rel=1e-12)
+
+
+# -- mechanisms added for the optimality comparison (not in the notes) ------------------------------
+@pytest.mark.parametrize("eps", [0.01, 0.3, 1.0, 3.0])
+def test_geometric_release_exact_loss_is_eps(eps):
+    # truncated geometric mechanism: every neighbouring log ratio is eps or 0, attained for n >= 1
+    for n in (1, 2, 7, 40):
+        assert pr.privacy_loss_binary("Geometric", n, eps) == pytest.approx(eps, rel=1e-12)
+    assert pr.proven_epsilon("Geometric", eps, 10, (1.0, 1.0)) == eps
+
+
+def test_geometric_release_law_closed_form():
+    eps, n, x = 0.7, 9, 3
+    a = math.exp(-eps)
+    P = pr.exact_output_distribution("Geometric", n, eps)
+    assert np.allclose(P.sum(axis=1), 1.0, atol=1e-14)
+    j = np.arange(n + 1)
+    expect = (1 - a) / (1 + a) * a ** np.abs(j - x)
+    expect[0] = a**x / (1 + a)
+    expect[n] = a ** (n - x) / (1 + a)
+    assert np.allclose(P[x], expect, rtol=1e-13)
+    with pytest.raises(ValueError, match="two categories"):
+        pr.release_log_distribution("Geometric", (1, 2, 3), eps, (1.0, 1.0, 1.0))
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_rounding_lshist_exact_loss(eps):
+    # rounding is post-processing of the Laplace count: loss <= eps, and = eps once n is large enough
+    losses = [pr.privacy_loss_binary("LSHist-round", n, eps) for n in range(1, 31)]
+    assert max(losses) <= eps * (1 + 1e-12)
+    assert losses[-1] == pytest.approx(eps, rel=1e-9)
+    assert pr.proven_epsilon("LSHist-round", eps, 10, (1.0, 1.0)) == eps
+    # three categories: every data set of size 4, replace-one neighbours
+    assert pr.privacy_loss_multi("LSHist-round", 4, eps, (1.0, 1.0, 1.0)) <= eps * (1 + 1e-12)
+
+
+def test_rounding_lshist_law_and_floor_bias():
+    eps, n, x = 1.0, 20, 8
+    # interior: P[round(x + eta) = j] = P[j - x - 1/2 <= eta < j - x + 1/2]
+    lap = stats.laplace(scale=1 / eps)
+    P = pr.exact_output_distribution("LSHist-round", n, eps)
+    j = np.arange(1, n)
+    assert np.allclose(P[x, 1:n], lap.cdf(j - x + 0.5) - lap.cdf(j - x - 0.5), rtol=1e-12)
+    # the floor puts as much mass on x - 1 as on x (bias down); rounding is symmetric about x
+    F = pr.exact_output_distribution("LSHist", n, eps)
+    assert F[x, x - 1] == pytest.approx(F[x, x], rel=1e-12)
+    assert P[x, x - 1] == pytest.approx(P[x, x + 1], rel=1e-12) and P[x, x] > F[x, x]
+
+
+@pytest.mark.parametrize("mechanism", ["LSHist-round", "Geometric"])
+def test_added_mechanisms_sampler_matches_exact_law(mechanism):
+    counts, eps = (18, 42), 1.0
+    draws = pr.sample_release(mechanism, counts, eps, (1.0, 1.0), np.random.default_rng(3), 100_000)
+    assert np.all(draws.sum(axis=1) == 60)
+    _, logp = pr.release_log_distribution(mechanism, counts, eps, (1.0, 1.0))
+    p = np.exp(logp)
+    obs = np.bincount(draws[:, 0], minlength=61)
+    keep = p * len(draws) > 5
+    chi2 = float((((obs - p * len(draws)) ** 2) / (p * len(draws)))[keep].sum())
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-4
+
+
+def test_added_mechanisms_keep_notes_list():
+    assert pr.MECHANISMS == ("LSDim", "LSHist", "EHD", "EHD-notes", "EHDL", "EHDS")
+    assert set(pr.ADDED_MECHANISMS) == {"LSHist-round", "Geometric"}
+    with pytest.raises(ValueError, match="mechanism"):
+        pr.mean_error("Gauss", (1, 2), 1.0, (1.0, 1.0))
+
+
+# -- the release LP (best eps-DP mechanism over the candidate set) and its closed form -------------
+
+def _loss(P, eps):
+    logP = np.log(P)
+    return float(np.max(np.abs(logP[1:] - logP[:-1])))
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+@pytest.mark.parametrize("objective", pr.LP_OBJECTIVES)
+@pytest.mark.parametrize("loss", pr.LP_LOSSES)
+def test_lp_is_certified_dp_and_beats_every_mechanism(eps, objective, loss):
+    n = 12
+    sol = pr.optimal_release_lp(n, eps, loss=loss, objective=objective)
+    # exact privacy loss of the certified matrix, recomputed here
+    assert _loss(sol.P, eps) <= eps + 1e-9
+    assert sol.privacy_loss <= eps + 1e-9
+    assert np.allclose(sol.P.sum(axis=1), 1.0, atol=1e-12)
+    assert sol.value >= sol.solver_value - 1e-7 and sol.value - sol.solver_value < 1e-5
+    L = pr.binary_loss_matrix(n, (1.0, 1.0), loss)
+    pi = pr.uniform_data_prior(n)
+    for m in (*pr.MECHANISMS, *pr.ADDED_MECHANISMS):
+        if pr.privacy_loss_binary(m, n, eps) > eps + 1e-9:
+            continue  # not eps-DP at this eps (EHD-notes, EHDL): no comparison
+        r = pr.release_risks(np.exp(pr.exact_log_output_distribution(m, n, eps)), L)
+        value = float(pi @ r) if objective == "bayes" else float(r.max())
+        assert sol.value <= value + 1e-7, m
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.5, 2.0])
+@pytest.mark.parametrize("prior", [(1.0, 1.0), (0.5, 0.5), (0.05, 0.05)])
+@pytest.mark.parametrize("loss", ["hellinger", "good_set"])
+def test_closed_form_equals_lp_bayes(eps, prior, loss):
+    # truncated geometric + remap (chapter 1's exact solver) attains the LP optimum
+    n = 15
+    data_prior = pr.beta_binomial_data_prior(n, prior)
+    a = pr.optimal_release_lp(n, eps, prior, loss=loss, data_prior=data_prior)
+    b = pr.optimal_release_bayes_exact(n, eps, prior, loss=loss, data_prior=data_prior)
+    assert b.info["monotone_loss"]
+    assert b.value == pytest.approx(a.solver_value, abs=1e-8)
+    assert b.privacy_loss <= eps + 1e-9
+
+
+def test_lp_validation():
+    with pytest.raises(ValueError, match="objective"):
+        pr.optimal_release_lp(5, 1.0, objective="median")
+    with pytest.raises(ValueError, match="loss"):
+        pr.optimal_release_lp(5, 1.0, loss="kl")
+    with pytest.raises(ValueError, match="data_prior"):
+        pr.optimal_release_lp(5, 1.0, data_prior=np.ones(6))
+    with pytest.raises(ValueError, match="n"):
+        pr.optimal_release_lp(0, 1.0)
+
+
+def test_beta_binomial_uniform_is_uniform():
+    assert np.allclose(pr.beta_binomial_data_prior(9, (1.0, 1.0)), pr.uniform_data_prior(9))
+    assert math.isclose(pr.beta_binomial_data_prior(9, (0.5, 2.0)).sum(), 1.0)
+
+
+def test_good_set_loss_matches_good_set_probability():
+    n, eps = 20, 1.0
+    L = pr.binary_loss_matrix(n, (1.0, 1.0), "good_set")
+    P = np.exp(pr.exact_log_output_distribution("LSHist", n, eps))
+    for x in (0, 7, 20):
+        assert 1 - pr.release_risks(P, L)[x] == pytest.approx(pr.good_set_probability("LSHist", (x, n - x), eps, (1.0, 1.0)), abs=1e-12)
+
+
+def test_certificate_rejects_non_dp_input():
+    P = np.array([[1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(RuntimeError, match="certified"):
+        pr._certify_release(P, 0.1)
+
+
+# -- projection of off-candidate releases (k >= 3) ---------------------------------------------------
+@pytest.mark.parametrize("mechanism", ["LSDim", "LSHist"])
+def test_projected_release_is_in_candidate_set_and_keeps_privacy(mechanism):
+    prior, eps, n = (1.0, 1.0, 1.0), 1.0, 5
+    data = se.candidate_counts(n, 3)
+    logs = []
+    for c in data:
+        cand, logp = pr.projected_release_log_distribution(mechanism, c, eps, prior)
+        assert np.array_equal(cand, data)
+        assert math.isclose(float(np.exp(logp).sum()), 1.0, abs_tol=1e-12)
+        logs.append(logp)
+    logs = np.vstack(logs)
+    # exact loss over all replace-one neighbours (moves of one record between categories)
+    worst = 0.0
+    for i, c in enumerate(data):
+        for j, c2 in enumerate(data):
+            if np.abs(c - c2).sum() == 2:
+                both = np.isfinite(logs[i]) | np.isfinite(logs[j])
+                worst = max(worst, float(np.max(np.abs(logs[i][both] - logs[j][both]))))
+    assert worst <= pr.proven_epsilon(mechanism, eps, n, prior) * (1 + 1e-9)
+    # releases already in R_alpha keep their probability
+    c = data[7]
+    released, logp = pr.release_log_distribution(mechanism, c, eps, prior)
+    cand, logq = pr.projected_release_log_distribution(mechanism, c, eps, prior)
+    on = released.sum(axis=1) == n
+    for r, lp_ in zip(released[on], logp[on]):
+        k = int(np.flatnonzero((cand == r).all(axis=1))[0])
+        assert np.exp(logq[k]) >= np.exp(lp_) - 1e-15
+
+
+def test_projected_release_binary_is_identity():
+    released, logp = pr.release_log_distribution("LSHist", (3, 5), 1.0, (1.0, 1.0))
+    cand, logq = pr.projected_release_log_distribution("LSHist", (3, 5), 1.0, (1.0, 1.0))
+    assert np.array_equal(released, cand) and np.allclose(logp, logq)
+    with pytest.raises(ValueError, match="mechanism"):
+        pr.projected_release_log_distribution("EHD", (3, 5), 1.0, (1.0, 1.0))

@@ -1033,8 +1033,9 @@ def _audit_ubapp(eps: float, K: int, n_theta: int) -> list[AuditRow | _Pending]:
 
 
 def _audit_posterior_release(eps: float, sizes: list[int], prior: tuple[float, float], suffix: str = "") -> list[AuditRow | _Pending]:
-    """Chapter 02, binary data: the five mechanisms (and the notes' EHD constant) over every data
-    set of every size in ``sizes``, neighbours ``x ~ x + 1`` ones."""
+    """Chapter 02, binary data: the five mechanisms (and the notes' EHD constant), LSHist with rounding
+    and the truncated geometric posterior release, over every data set of every size in ``sizes``,
+    neighbours ``x ~ x + 1`` ones."""
     used = f"Ch. 2 (posterior release{suffix})"
     try:
         pr = _require("posterior_release", "MECHANISMS", "exact_log_output_distribution", "sample_release", "proven_epsilon")
@@ -1043,7 +1044,9 @@ def _audit_posterior_release(eps: float, sizes: list[int], prior: tuple[float, f
     rows: list[AuditRow | _Pending] = []
     span = f"n' = {sizes[0]}..{sizes[-1]}" if sizes == list(range(sizes[0], sizes[-1] + 1)) else \
         "n' in {" + ", ".join(map(str, sizes[:3])) + (", ..., " if len(sizes) > 4 else ", ") + ", ".join(map(str, sizes[-1:])) + "}"
-    for m in pr.MECHANISMS:
+    # the notes' mechanisms and the two Ch. 2 adds for its optimality comparison (LSHist with rounding,
+    # the truncated geometric mechanism: both with exact loss eps)
+    for m in (*pr.MECHANISMS, *getattr(pr, "ADDED_MECHANISMS", ())):
         # report the size where the (size-dependent) proven eps is exceeded the most if it is
         # exceeded anywhere, else the size with the largest loss (the calibrated eps is fixed)
         best: tuple[tuple[bool, float], int, ExactAudit, float] | None = None

@@ -25,15 +25,30 @@ name           what it does                                               proven
 ``LSDim`` and ``LSHist`` with ``k >= 3`` can release count vectors that do not sum to ``n`` (the
 last coordinate is clamped), i.e. posteriors outside ``R_alpha``; this is the notes' algorithm,
 reproduced as written.
+
+Two mechanisms that are not in the notes (``ADDED_MECHANISMS``, chapter 2's optimality comparison)
+are accepted by every function that takes a mechanism name; :data:`MECHANISMS` keeps the notes' ones:
+
+================  ======================================================  ==========================
+``LSHist-round``  ``LSHist`` with the noisy count rounded to the nearest  ``eps`` (post-processing of
+                  integer instead of floored (``floor(c + eta + 1/2)``)   the Laplace mechanism)
+``Geometric``     truncated geometric mechanism (two categories only):    ``eps`` (exact loss ``eps``)
+                  two-sided geometric noise ``P(z) ~ exp(-eps |z|)`` on
+                  the count, clamped to ``[0, n]``, released as the
+                  matching posterior (Ghosh, Roughgarden & Sundararajan)
+================  ======================================================  ==========================
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
+from scipy.optimize import linprog
 from scipy.special import logsumexp
 
 from dpbayes.distances import hellinger_dirichlet
@@ -52,6 +67,8 @@ from dpbayes.validation import check_choice, check_int, check_positive, check_pr
 
 __all__ = [
     "MECHANISMS",
+    "ADDED_MECHANISMS",
+    "ALL_MECHANISMS",
     "LAPLACE_MECHANISMS",
     "EXPONENTIAL_MECHANISMS",
     "proven_epsilon",
@@ -69,6 +86,7 @@ __all__ = [
     "error_quantile",
     "sample_errors",
     "off_candidate_probability",
+    "projected_release_log_distribution",
     "binary_distance_matrix",
     "window_half_widths",
     "theorem_2_5_rows",
@@ -79,22 +97,42 @@ __all__ = [
     "crossover_n",
     "crossover_n_all_x",
     "theorem_2_3_rows",
+    "LP_LOSSES",
+    "LP_OBJECTIVES",
+    "ReleaseLP",
+    "binary_loss_matrix",
+    "uniform_data_prior",
+    "beta_binomial_data_prior",
+    "optimal_release_lp",
+    "optimal_release_bayes_exact",
+    "release_risks",
+    "is_monotone_loss",
 ]
 
 LAPLACE_MECHANISMS = ("LSDim", "LSHist")
 EXPONENTIAL_MECHANISMS = ("EHD", "EHD-notes", "EHDL", "EHDS")
 MECHANISMS = LAPLACE_MECHANISMS + EXPONENTIAL_MECHANISMS
+#: Not in the notes: LSHist with rounding instead of the floor, and the truncated geometric mechanism.
+ADDED_MECHANISMS = ("LSHist-round", "Geometric")
+ALL_MECHANISMS = MECHANISMS + ADDED_MECHANISMS
+# additive-noise mechanisms whose release is computed coordinate-wise (noise, integer map, clamp)
+_NOISE_MECHANISMS = LAPLACE_MECHANISMS + ADDED_MECHANISMS
 _LOG2 = math.log(2.0)
 
 
 def _check_mechanism(mechanism: str) -> str:
-    return check_choice("mechanism", mechanism, MECHANISMS)
+    return check_choice("mechanism", mechanism, ALL_MECHANISMS)
+
+
+def _check_geometric_binary(mechanism: str, k: int) -> None:
+    if mechanism == "Geometric" and k != 2:
+        raise ValueError(f"mechanism 'Geometric' is defined for two categories (a prior of length 2), got {k} categories")
 
 
 def laplace_scale(mechanism: str, eps: float, k: int) -> float:
     """Scale of the Laplace noise of ``LSDim`` (notes Alg. 1: ``k/eps``) or ``LSHist`` (Alg. 2: ``1/eps`` for
     ``k = 2``, ``2/eps`` otherwise)."""
-    check_choice("mechanism", mechanism, LAPLACE_MECHANISMS)
+    check_choice("mechanism", mechanism, LAPLACE_MECHANISMS + ("LSHist-round",))
     eps = check_positive("eps", eps)
     k = check_int("k", k, minimum=2)
     if mechanism == "LSDim":
@@ -109,13 +147,17 @@ def proven_epsilon(mechanism: str, eps: float, n: int, prior: ArrayLike) -> floa
     the guarantee is ``sensitivity / scale``. ``EHD``: ``eps`` (McSherry-Talwar with the computed
     ``GS``). ``EHD-notes``: the same theorem with the true sensitivity gives ``eps * GS / sqrt(1 - pi/4)``.
     ``EHDS``: ``eps`` (argument in :func:`dpbayes.sensitivity.pure_dp_smoothing_beta`).
-    ``EHDL``: ``inf`` (no guarantee; see the exact losses in the chapter).
+    ``EHDL``: ``inf`` (no guarantee; see the exact losses in the chapter). ``LSHist-round``: as
+    ``LSHist`` (rounding is post-processing). ``Geometric``: ``eps`` (two categories).
     """
     _check_mechanism(mechanism)
     eps = check_positive("eps", eps)
     alpha = check_prior(prior)
     k = alpha.size
-    if mechanism in LAPLACE_MECHANISMS:
+    _check_geometric_binary(mechanism, k)
+    if mechanism == "Geometric":
+        return eps
+    if mechanism in LAPLACE_MECHANISMS + ("LSHist-round",):
         sens = 1.0 if k == 2 else 2.0
         return sens / laplace_scale(mechanism, eps, k)
     if mechanism in ("EHD", "EHDS"):
@@ -155,13 +197,49 @@ def _log_clamped_floor_pmf(c: int, n: int, scale: float) -> NDArray[np.float64]:
     return _log_laplace_interval(lo, hi, scale)
 
 
+def _log_clamped_round_pmf(c: int, n: int, scale: float) -> NDArray[np.float64]:
+    """log pmf of ``clamp(round(c + eta), 0, n)`` (``round(y) = floor(y + 1/2)``), ``eta ~ Lap(0, scale)``."""
+    if n == 0:
+        return np.zeros(1)
+    j = np.arange(n + 1, dtype=float)
+    lo = j - 0.5 - c
+    hi = j + 0.5 - c
+    lo[0] = -np.inf
+    hi[-1] = np.inf
+    return _log_laplace_interval(lo, hi, scale)
+
+
+def _log_truncated_geometric_pmf(c: int, n: int, eps: float) -> NDArray[np.float64]:
+    """log pmf of ``clamp(c + z, 0, n)`` with two-sided geometric ``P(z) = (1-a)/(1+a) a^|z|``, ``a = e^-eps``.
+
+    Interior ``j``: ``(1-a)/(1+a) a^|j-c|``; the ends collect the tails: ``a^c/(1+a)`` at ``j = 0`` and
+    ``a^(n-c)/(1+a)`` at ``j = n`` (Ghosh, Roughgarden & Sundararajan 2009). Log space throughout.
+    """
+    if n == 0:
+        return np.zeros(1)
+    j = np.arange(n + 1, dtype=float)
+    out = -eps * np.abs(j - c) + (math.log(-math.expm1(-eps)) - math.log1p(math.exp(-eps)))
+    out[0] = -eps * c - math.log1p(math.exp(-eps))
+    out[n] = -eps * (n - c) - math.log1p(math.exp(-eps))
+    return out
+
+
+def _noise_pmf(mechanism: str, c: int, n: int, eps: float, k: int) -> NDArray[np.float64]:
+    """log pmf of one noisy, clamped coordinate of an additive-noise mechanism."""
+    if mechanism == "Geometric":
+        return _log_truncated_geometric_pmf(c, n, eps)
+    scale = laplace_scale(mechanism, eps, k)
+    if mechanism == "LSHist-round":
+        return _log_clamped_round_pmf(c, n, scale)
+    return _log_clamped_floor_pmf(c, n, scale)
+
+
 def _laplace_release_log_distribution(
     mechanism: str, counts: NDArray[np.int64], eps: float
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     k = counts.size
     n = int(counts.sum())
-    scale = laplace_scale(mechanism, eps, k)
-    pmfs = [_log_clamped_floor_pmf(int(counts[i]), n, scale) for i in range(k - 1)]
+    pmfs = [_noise_pmf(mechanism, int(counts[i]), n, eps, k) for i in range(k - 1)]
     grids = np.meshgrid(*[np.arange(n + 1)] * (k - 1), indexing="ij")
     first = np.stack([g.ravel() for g in grids], axis=1)
     logp = sum(pmfs[i][first[:, i]] for i in range(k - 1))
@@ -216,7 +294,8 @@ def release_log_distribution(
     eps = check_positive("eps", eps)
     alpha = check_prior(prior)
     c = _check_counts(counts, alpha)
-    if mechanism in LAPLACE_MECHANISMS:
+    _check_geometric_binary(mechanism, alpha.size)
+    if mechanism in _NOISE_MECHANISMS:
         return _laplace_release_log_distribution(mechanism, c, eps)
     cand = candidate_counts(int(c.sum()), alpha.size)
     score = -np.asarray(hellinger_dirichlet(alpha + c, alpha + cand)) * _exponential_factor(mechanism, c, eps, alpha, smoothing_beta)
@@ -234,9 +313,8 @@ def exact_log_output_distribution(
     n = check_int("n", n, minimum=1, maximum=3000)
     alpha = check_prior(prior, 2)
     eps = check_positive("eps", eps)
-    if mechanism in LAPLACE_MECHANISMS:
-        scale = laplace_scale(mechanism, eps, 2)
-        return np.vstack([_log_clamped_floor_pmf(x, n, scale) for x in range(n + 1)])
+    if mechanism in _NOISE_MECHANISMS:
+        return np.vstack([_noise_pmf(mechanism, x, n, eps, 2) for x in range(n + 1)])
     # All pairwise distances between the n + 1 posteriors at once (candidates = posteriors).
     post = candidate_counts(n, 2) + alpha
     dist = np.asarray(hellinger_dirichlet(post[:, None, :], post[None, :, :]))
@@ -342,9 +420,17 @@ def sample_release(
     rng = check_rng("rng", rng)
     size = check_int("size", size, minimum=1)
     k, n = alpha.size, int(c.sum())
-    if mechanism in LAPLACE_MECHANISMS:
+    _check_geometric_binary(mechanism, k)
+    if mechanism == "Geometric":
+        # two-sided geometric noise as the difference of two geometric counts of failures
+        a = math.exp(-eps)
+        z = rng.geometric(1.0 - a, size=size) - rng.geometric(1.0 - a, size=size)
+        first = np.clip(c[0] + z, 0, n).astype(np.int64)
+        return np.stack([first, n - first], axis=1)
+    if mechanism in LAPLACE_MECHANISMS + ("LSHist-round",):
         eta = rng.laplace(0.0, laplace_scale(mechanism, eps, k), size=(size, k - 1))
-        first = np.clip(np.floor(c[: k - 1] + eta), 0, n).astype(np.int64)
+        shift = 0.5 if mechanism == "LSHist-round" else 0.0
+        first = np.clip(np.floor(c[: k - 1] + eta + shift), 0, n).astype(np.int64)
         last = np.clip(n - first.sum(axis=1), 0, n)
         return np.concatenate([first, last[:, None]], axis=1)
     support, logp = release_log_distribution(mechanism, c, eps, alpha, smoothing_beta=smoothing_beta)
@@ -429,11 +515,57 @@ def off_candidate_probability(mechanism: str, counts: ArrayLike, eps: float, pri
     _check_mechanism(mechanism)
     alpha = check_prior(prior)
     c = _check_counts(counts, alpha)
+    _check_geometric_binary(mechanism, alpha.size)
     if mechanism in EXPONENTIAL_MECHANISMS or alpha.size == 2:
         return 0.0  # these always release a member of R_alpha
     released, logp = release_log_distribution(mechanism, c, eps, alpha)
     off = released.sum(axis=1) != c.sum()
     return float(np.exp(logp[off]).sum()) if np.any(off) else 0.0
+
+
+def projected_release_log_distribution(
+    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike, *, chunk: int = 256
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """``LSDim``/``LSHist`` (or ``LSHist-round``) with every off-candidate release projected back onto ``R_alpha``.
+
+    Not in the notes (they clamp the last coordinate, which can leave ``R_alpha`` for ``k >= 3``). A release
+    ``c~`` whose counts do not sum to ``n`` is replaced by the candidate ``r`` nearest to it in Hellinger
+    distance, ``argmin_r H(Dir(alpha + c~), r)`` (the first in :func:`dpbayes.sensitivity.candidate_counts`
+    order on ties); releases in ``R_alpha`` are kept. Privacy: post-processing of the mechanism, so the same
+    guarantee (:func:`proven_epsilon`); the exact loss is tested.
+
+    Returns
+    -------
+    released : ndarray of int, shape (m, k)
+        All candidates (``candidate_counts(n, k)``), the same support for every data set.
+    log_prob : ndarray, shape (m,)
+        Log-probabilities (``-inf`` for candidates never released).
+    """
+    check_choice("mechanism", mechanism, LAPLACE_MECHANISMS + ("LSHist-round",))
+    alpha = check_prior(prior)
+    c = _check_counts(counts, alpha)
+    chunk = check_int("chunk", chunk, minimum=1)
+    n = int(c.sum())
+    released, logp = release_log_distribution(mechanism, c, eps, alpha)
+    cand = candidate_counts(n, alpha.size)
+    index = {tuple(int(v) for v in r): i for i, r in enumerate(cand)}
+    target = np.empty(len(released), dtype=np.int64)
+    on = released.sum(axis=1) == n
+    target[on] = [index[tuple(int(v) for v in r)] for r in released[on]]
+    off = np.flatnonzero(~on)
+    for start in range(0, off.size, chunk):
+        rows = off[start : start + chunk]
+        d = np.asarray(hellinger_dirichlet(alpha + released[rows][:, None, :], alpha + cand[None, :, :]))
+        target[rows] = np.argmin(d, axis=1)
+    out = np.full(len(cand), -np.inf)
+    finite = np.isfinite(logp)
+    order = np.argsort(target[finite], kind="stable")
+    t_sorted, l_sorted = target[finite][order], logp[finite][order]
+    bounds = np.flatnonzero(np.diff(t_sorted)) + 1
+    for grp_t, grp_l in zip(np.split(t_sorted, bounds), np.split(l_sorted, bounds)):
+        if grp_t.size:
+            out[grp_t[0]] = logsumexp(grp_l)
+    return cand, out
 
 
 def binary_local_sensitivities(n: int, prior: ArrayLike) -> NDArray[np.float64]:
@@ -616,3 +748,269 @@ def crossover_n_all_x(eps: float, prior: ArrayLike, n_max: int, mechanism_b: str
         margin[n - 1] = float(np.min(g["good_LSHist"] - g["good_" + mechanism_b]))
     behind = np.flatnonzero(~(margin > 0))
     return (int(behind[-1]) + 2 if behind.size else 1), margin
+
+
+# -- the best eps-DP release over the candidate set: a linear program (binary case) ------------------
+# Not in the notes: it answers their title question. Module docstring of this section:
+# The best eps-DP release of a Beta posterior from the candidate set: a finite linear program.
+#
+# Source: the question of ``laplace-optimality-notes.md`` ("notes", title and Thm 2.1-2.3): is the Laplace
+# mechanism (LSHist) optimal for releasing a Beta posterior? For two categories and a public size ``n`` the
+# inputs are the ``n + 1`` data sets (``x`` ones), the outputs the ``n + 1`` candidates
+# ``Beta(a + j, b + n - j)`` of ``R_alpha``, and a mechanism is a row-stochastic matrix ``P[x, j]``. It is
+# eps-DP for replace-one neighbours exactly when ``P[x, j] <= e^eps P[x +- 1, j]`` for all ``x, j``. Every
+# accuracy criterion below is linear in ``P``, so the best mechanism is a linear program:
+#
+# * ``objective="bayes"``: minimise ``sum_x pi(x) sum_j P[x, j] L[x, j]`` (prior ``pi`` over data sets);
+# * ``objective="minimax"``: minimise ``max_x sum_j P[x, j] L[x, j]``.
+#
+# With ``L = H`` (Hellinger distance between the true and the released posterior) these are the mean error
+# under a prior and the worst case over data sets; with ``L = 1[H > LS(x)]`` they are one minus the good-set
+# probability ``P[H <= LS(x)]`` (notes Cor 2.5.2).
+#
+# Solved with SciPy's HiGHS (``scipy.optimize.linprog``). The optimum has entries as small as
+# ``e^(-eps n)`` that no solver resolves; the answer is therefore **certified**: clipped, mixed with the
+# uniform (data-independent) mechanism with the smallest weight that makes every DP inequality hold in log
+# space, and its exact privacy loss is recomputed. The certified value is that of the repaired matrix (an
+# upper bound on the optimum); the solver's value is a lower bound up to the solver tolerance.
+#
+# For the Bayes objective the LP has a closed-form solution (Ghosh, Roughgarden & Sundararajan 2009): the
+# truncated geometric mechanism followed by the remap ``z -> argmin_j E[L(x, j) | z]``, optimal for every
+# prior when ``L[x, j]`` is non-decreasing in ``|j - x|`` for every ``x``. It is computed by chapter 1's
+# :func:`dpbayes.ubapp.private_bayes_exact_count` (here with an identity likelihood), at any ``n`` where an
+# ``(n + 1) x (n + 1)`` matrix fits, and checked against the LP where both are computed.
+LP_LOSSES = ("hellinger", "good_set")
+LP_OBJECTIVES = ("bayes", "minimax")
+#: Log-space tolerance of the DP certificate.
+LP_DP_LOG_TOL = 1e-9
+#: Largest mixture weight the certificate may add before the answer is rejected.
+LP_MAX_REPAIR_WEIGHT = 1e-5
+
+
+@dataclass
+class ReleaseLP:
+    """Solution of :func:`optimal_release_lp` (or :func:`optimal_release_bayes_exact`).
+
+    Attributes
+    ----------
+    P : ndarray, shape (n + 1, n + 1)
+        ``P[x, j]``: probability of releasing candidate ``j`` on data set ``x`` (certified eps-DP).
+    value : float
+        Objective of the certified ``P`` (Bayes risk or worst-case risk; for the good-set loss, one
+        minus the good-set probability).
+    solver_value : float
+        Objective reported by the solver before the repair (``nan`` for the closed form).
+    privacy_loss : float
+        Exact ``max |log P[x, j] - log P[x + 1, j]|`` of the certified ``P`` (``<= eps``).
+    repair_weight : float
+        Weight of the uniform mechanism mixed in by the certificate.
+    per_x : ndarray, shape (n + 1,)
+        ``sum_j P[x, j] L[x, j]`` for every data set.
+    """
+
+    P: NDArray[np.float64]
+    value: float
+    solver_value: float
+    privacy_loss: float
+    repair_weight: float
+    per_x: NDArray[np.float64]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def binary_loss_matrix(n: int, prior: ArrayLike, loss: str = "hellinger") -> NDArray[np.float64]:
+    """``L[x, j]``: the loss of releasing candidate ``j`` on data set ``x`` (two categories).
+
+    ``"hellinger"``: ``H(Beta(a + x, b + n - x), Beta(a + j, b + n - j))``. ``"good_set"``: ``1`` when the
+    release is outside the good set ``R_g(x) = {r : H(DirP(x), r) <= LS(x)}`` (notes Cor 2.5.2), else 0.
+    """
+    loss = check_choice("loss", loss, LP_LOSSES)
+    alpha = check_prior(prior, 2)
+    D = binary_distance_matrix(n, alpha)
+    if loss == "hellinger":
+        return D
+    _, ls = local_sensitivity_all(n, alpha)
+    return (D > (ls * (1 + _GOOD_SET_RTOL))[:, None]).astype(float)
+
+
+def uniform_data_prior(n: int) -> NDArray[np.float64]:
+    """Uniform prior over the ``n + 1`` data sets (the Beta(1, 1)-binomial marginal of ``x``)."""
+    n = check_int("n", n, minimum=1)
+    return np.full(n + 1, 1.0 / (n + 1))
+
+
+def beta_binomial_data_prior(n: int, prior: ArrayLike) -> NDArray[np.float64]:
+    """Marginal law of ``x`` when ``theta ~ Beta(a, b)`` and ``x | theta ~ Bin(n, theta)``."""
+    from scipy.stats import betabinom
+
+    n = check_int("n", n, minimum=1)
+    a, b = check_prior(prior, 2)
+    return np.asarray(betabinom(n, a, b).pmf(np.arange(n + 1)), dtype=float)
+
+
+def _check_data_prior(pi: ArrayLike | None, n: int) -> NDArray[np.float64]:
+    if pi is None:
+        return uniform_data_prior(n)
+    p = np.asarray(pi, dtype=float)
+    if p.shape != (n + 1,) or np.any(~np.isfinite(p)) or np.any(p < 0) or not math.isclose(float(p.sum()), 1.0, rel_tol=0, abs_tol=1e-9):
+        raise ValueError(f"data_prior must be {n + 1} non-negative probabilities summing to 1")
+    return p
+
+
+def release_risks(P: ArrayLike, L: ArrayLike) -> NDArray[np.float64]:
+    """``sum_j P[x, j] L[x, j]`` for every data set ``x``."""
+    return np.einsum("xj,xj->x", np.asarray(P, dtype=float), np.asarray(L, dtype=float))
+
+
+def is_monotone_loss(L: ArrayLike) -> bool:
+    """True when ``L[x, j]`` is non-decreasing in ``|j - x|`` on both sides of ``x`` for every ``x``
+    (the condition of the geometric mechanism's universal optimality)."""
+    L = np.asarray(L, dtype=float)
+    for x in range(L.shape[0]):
+        right, left = L[x, x:], L[x, : x + 1][::-1]
+        if np.any(np.diff(right) < -1e-15) or np.any(np.diff(left) < -1e-15):
+            return False
+    return True
+
+
+def _binary_log_loss(P: NDArray[np.float64]) -> float:
+    with np.errstate(divide="ignore"):
+        logP = np.log(P)
+    a, b = logP[:-1], logP[1:]
+    both = np.isneginf(a) & np.isneginf(b)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(both, 0.0, np.abs(a - b))
+    return float(np.max(diff)) if diff.size else 0.0
+
+
+def _certify_release(P: NDArray[np.float64], eps: float) -> tuple[NDArray[np.float64], float, float]:
+    """Mix ``P`` with the uniform mechanism so that every DP inequality holds; return it, the weight, the loss.
+
+    Violation of ``P[x, j] <= e^eps P[x', j]`` by ``d`` is removed by weight ``lam`` when
+    ``lam u (e^eps - 1) >= (1 - lam) d`` with ``u = 1/(n + 1)``; a margin of a factor 2 keeps the repaired
+    inequalities strictly inside in floating point.
+    """
+    P = np.clip(P, 0.0, None)
+    P /= P.sum(axis=1, keepdims=True)
+    m = P.shape[1]
+    ee = math.exp(eps)
+    a, b = P[:-1], P[1:]
+    d = float(max(np.max(a - ee * b, initial=0.0), np.max(b - ee * a, initial=0.0)))
+    lam = 0.0
+    if d > 0 or _binary_log_loss(P) > eps + LP_DP_LOG_TOL:
+        u = 1.0 / m
+        lam = min(1.0, 2.0 * max(d, 1e-300) / (u * (ee - 1.0) + 2.0 * max(d, 1e-300)))
+        lam = max(lam, 1e-15)
+        P = (1.0 - lam) * P + lam * u
+        # ensure the log-space check passes (round-off in tiny entries); grow lam if needed
+        while _binary_log_loss(P) > eps + LP_DP_LOG_TOL and lam < LP_MAX_REPAIR_WEIGHT:
+            lam2 = min(1.0, lam * 10)
+            P = (P - lam * u) / (1.0 - lam) * (1.0 - lam2) + lam2 * u
+            lam = lam2
+    loss = _binary_log_loss(P)
+    if loss > eps + LP_DP_LOG_TOL or lam > LP_MAX_REPAIR_WEIGHT:
+        raise RuntimeError(
+            f"LP answer cannot be certified eps-DP: after mixing weight {lam:.3g} (limit {LP_MAX_REPAIR_WEIGHT:g}) "
+            f"the loss is {loss:.6g} against eps = {eps:.6g}"
+        )
+    return P, lam, loss
+
+
+def optimal_release_lp(
+    n: int,
+    eps: float,
+    prior: ArrayLike = (1.0, 1.0),
+    *,
+    loss: str = "hellinger",
+    objective: str = "bayes",
+    data_prior: ArrayLike | None = None,
+) -> ReleaseLP:
+    """The best eps-DP mechanism releasing a candidate of ``R_alpha`` (two categories, ``n`` public).
+
+    Parameters
+    ----------
+    n : int
+        Public data-set size (``1 <= n <= 200``; the LP has ``(n + 1)^2`` variables).
+    eps : float
+        Privacy parameter (``> 0``); replace-one neighbours ``x ~ x + 1``.
+    prior : (a, b)
+        Beta prior of the posterior.
+    loss : {"hellinger", "good_set"}
+        See :func:`binary_loss_matrix`.
+    objective : {"bayes", "minimax"}
+        Prior-weighted mean over data sets, or worst case over data sets.
+    data_prior : array_like, shape (n + 1,), optional
+        Weights of the data sets for ``"bayes"`` (default uniform, :func:`uniform_data_prior`).
+
+    Returns
+    -------
+    ReleaseLP
+        The certified optimum (privacy loss ``<= eps`` recomputed exactly).
+    """
+    n = check_int("n", n, minimum=1, maximum=200)
+    eps = check_positive("eps", eps)
+    objective = check_choice("objective", objective, LP_OBJECTIVES)
+    L = binary_loss_matrix(n, prior, loss)
+    pi = _check_data_prior(data_prior, n)
+    m = n + 1
+    nv = m * m
+    idx = np.arange(nv).reshape(m, m)
+    ee = math.exp(eps)
+    # DP rows: P[x, j] - e^eps P[x', j] <= 0 for x' = x +- 1
+    a_idx = np.concatenate([idx[:-1].ravel(), idx[1:].ravel()])
+    b_idx = np.concatenate([idx[1:].ravel(), idx[:-1].ravel()])
+    r = np.arange(a_idx.size)
+    rows = [r, r]
+    cols = [a_idx, b_idx]
+    vals = [np.ones(a_idx.size), np.full(a_idx.size, -ee)]
+    n_dp = a_idx.size
+    extra = 1 if objective == "minimax" else 0
+    A_eq = sparse.csr_matrix((np.ones(nv), (np.repeat(np.arange(m), m), idx.ravel())), shape=(m, nv + extra))
+    if objective == "bayes":
+        c = (pi[:, None] * L).ravel()
+        A_ub = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_dp, nv))
+        b_ub = np.zeros(n_dp)
+    else:
+        # risk rows: sum_j P[x, j] L[x, j] - t <= 0
+        rr = n_dp + np.repeat(np.arange(m), m)
+        rows += [rr, n_dp + np.arange(m)]
+        cols += [idx.ravel(), np.full(m, nv)]
+        vals += [L.ravel(), -np.ones(m)]
+        A_ub = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_dp + m, nv + 1))
+        b_ub = np.zeros(n_dp + m)
+        c = np.zeros(nv + 1)
+        c[-1] = 1.0
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=np.ones(m), bounds=(0, None), method="highs",
+                  options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+    if res.status != 0:
+        raise RuntimeError(f"HiGHS failed on the release LP (n = {n}, eps = {eps:g}): {res.message}")
+    P0 = np.asarray(res.x[:nv], dtype=float).reshape(m, m)
+    P, lam, ploss = _certify_release(P0, eps)
+    per_x = release_risks(P, L)
+    value = float(pi @ per_x) if objective == "bayes" else float(per_x.max())
+    return ReleaseLP(P=P, value=value, solver_value=float(res.fun), privacy_loss=ploss, repair_weight=lam, per_x=per_x,
+                     info={"loss": loss, "objective": objective, "n": n, "eps": eps})
+
+
+def optimal_release_bayes_exact(
+    n: int, eps: float, prior: ArrayLike = (1.0, 1.0), *, loss: str = "hellinger", data_prior: ArrayLike | None = None
+) -> ReleaseLP:
+    """Bayes-optimal eps-DP release without an LP: truncated geometric mechanism + remap (any ``n <= 3000``).
+
+    Calls chapter 1's :func:`dpbayes.ubapp.private_bayes_exact_count` with the data set as the observation
+    (identity likelihood), the candidates as estimates and ``L`` as the loss. Optimal among all eps-DP
+    mechanisms when ``L[x, j]`` is non-decreasing in ``|j - x|`` (Ghosh, Roughgarden & Sundararajan 2009;
+    checked by :func:`is_monotone_loss`, recorded in ``info["monotone_loss"]``, and against the LP in the
+    tests). Privacy: post-processing of the geometric mechanism; the exact loss is recomputed.
+    """
+    from dpbayes.ubapp import private_bayes_exact_count
+
+    n = check_int("n", n, minimum=1, maximum=3000)
+    eps = check_positive("eps", eps)
+    L = binary_loss_matrix(n, prior, loss)
+    pi = _check_data_prior(data_prior, n)
+    sol = private_bayes_exact_count(L, np.eye(n + 1), pi, eps)
+    P = np.asarray(sol.P, dtype=float).T  # ubapp: P[estimate, observation]
+    per_x = release_risks(P, L)
+    return ReleaseLP(P=P, value=float(pi @ per_x), solver_value=float("nan"), privacy_loss=_binary_log_loss(P), repair_weight=0.0,
+                     per_x=per_x, info={"loss": loss, "objective": "bayes", "n": n, "eps": eps,
+                                        "monotone_loss": is_monotone_loss(L), "remap": np.asarray(sol.info["remap"])})
