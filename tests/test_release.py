@@ -149,7 +149,7 @@ def test_grid_prior_weights_are_used():
         ({"count": 11, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
         ({"count": -1, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
         ({"count": 1, "n": 10, "eps": 0.0}, r"eps must be > 0"),
-        ({"count": 1, "n": 0, "eps": 1.0}, r"n must be an integer in \[1, 5000\]"),
+        ({"count": 1, "n": 0, "eps": 1.0}, r"n must be an integer in \[1, 10000000\]"),
         ({"count": 1, "n": 10, "eps": 1.0, "loss": "huber"}, r"loss must be one of 'squared', 'absolute'"),
         ({"count": 1, "n": 10, "eps": 1.0, "beta_prior": (0.0, 1.0)}, r"beta_prior\[0\] must be > 0"),
         ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [0.5, 0.6]}, r"prior_weights must be >= 0 and sum to 1"),
@@ -222,3 +222,62 @@ def test_opendp_version_is_the_pinned_one():
     requirements = Path(__file__).resolve().parents[1] / "requirements.txt"
     pinned = [line for line in requirements.read_text().splitlines(keepends=True) if line.lower().startswith("opendp==")]
     assert pinned == [f"opendp=={release.OPENDP_VERSION}\n"]
+
+
+# ------------------------------------------------------------------ O(n) construction vs the dense reference
+
+
+def _dense_twin(mech: release.OptimalProportionRelease, ab: tuple[float, float]) -> release.OptimalProportionRelease:
+    ref = release.OptimalProportionRelease.__new__(release.OptimalProportionRelease)
+    ref.n, ref.eps, ref.loss = mech.n, mech.eps, mech.loss
+    ref._init_beta_dense(*ab)
+    return ref
+
+
+@pytest.mark.parametrize("loss", ["squared", "absolute"])
+@pytest.mark.parametrize(
+    ("n", "eps", "ab"),
+    [(1, 1.0, (1.0, 1.0)), (30, 0.5, (2.0, 5.0)), (200, 1.0, (1.0, 1.0)), (500, 0.05, (0.5, 0.5)), (1000, 3.0, (50.0, 20.0)), (300, 0.001, (2.0, 2.0))],
+)
+def test_linear_construction_matches_the_dense_reference(n, eps, ab, loss):
+    mech = release.OptimalProportionRelease(n, eps, loss=loss, beta_prior=ab)
+    ref = _dense_twin(mech, ab)
+    assert mech.bayes_risk == pytest.approx(ref.bayes_risk, rel=1e-12)
+    np.testing.assert_allclose(mech.estimates, ref.estimates, rtol=0, atol=5e-14)
+
+
+def test_a_million_records_squared_loss():
+    mech = release.OptimalProportionRelease(10**6, 1.0)
+    assert np.all(np.diff(mech.estimates) > 0)
+    # continuous limit: the risk is E[theta (1 - theta)] / n plus the noise's share, ~ 1 / (6 n)
+    assert mech.bayes_risk == pytest.approx(1 / 6e6, rel=1e-3)
+    r = mech.release(123_456)
+    assert abs(r.noisy_count - 123_456) < 60 and r.estimate == mech.estimates[r.noisy_count]
+    with pytest.raises(ValueError, match="output_law"):
+        mech.output_law()
+
+
+def test_concentrated_prior_whose_weights_underflow_still_has_every_estimate():
+    """Beta(2000, 2000) on 10**5 records: the Beta-binomial weights underflow far from n/2."""
+    from scipy import special
+
+    n, eps, a = 10**5, 1.0, 2000.0
+    mech = release.OptimalProportionRelease(n, eps, beta_prior=(a, a))
+    assert np.all(np.isfinite(mech.estimates)) and np.all(np.diff(mech.estimates) >= -1e-11)
+    assert np.isfinite(mech.bayes_risk) and mech.bayes_risk > 0
+    # E[theta | z] by a direct log-space sum over y, for z where the weights underflow and where they do not
+    y = np.arange(n + 1)
+    log_w = stats.betabinom.logpmf(y, n, a, a)
+    for z in (0, 900, 20_000, n // 2, n):
+        log_joint = log_w - eps * np.abs(y - z)
+        mean_y = float(np.exp(special.logsumexp(log_joint, b=np.maximum(y, 1e-300)) - special.logsumexp(log_joint)))
+        assert mech.estimates[z] == pytest.approx((a + mean_y) / (2 * a + n), rel=1e-10)
+
+
+def test_unbounded_sampler_then_clamp_has_the_truncated_geometric_law(monkeypatch):
+    """Above CONSTANT_TIME_MAX_N the noise is OpenDP's unbounded integer draw, clamped: same law."""
+    monkeypatch.setattr(release, "CONSTANT_TIME_MAX_N", 0)
+    mech = release.OptimalProportionRelease(N_SMALL, EPS)
+    drawn = {c: np.array([mech.release(c).noisy_count for _ in range(20_000)]) for c in (0, 2)}
+    assert chi_square_pvalue(drawn, mech.output_law()) > ALPHA
+    assert mech.eps_spent <= EPS
