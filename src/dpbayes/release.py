@@ -40,8 +40,8 @@ from scipy import optimize, special, stats
 from dpbayes import counting
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import (
-    _geometric_row_factors, beta_posterior_mean_remap, beta_prior_on_grid, truncated_geometric_logmatrix,
-    ubapp_exact,
+    _geometric_row_factors, beta_posterior_mean_remap, beta_prior_on_grid, betabinom_logpmf,
+    truncated_geometric_logmatrix, ubapp_exact,
 )
 from dpbayes.validation import (
     check_choice, check_distribution, check_grid, check_int, check_positive, check_probability,
@@ -282,9 +282,9 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
         Exact Bayes risk ``E|theta - estimate|``.
     """
     y_all = np.arange(n + 1, dtype=float)
-    log_w = stats.betabinom.logpmf(y_all, n, a, b)
-    log_w = log_w - np.max(log_w)
-    scale_log = float(np.max(stats.betabinom.logpmf(y_all, n, a, b)))
+    log_w = betabinom_logpmf(y_all, n, a, b)
+    scale_log = float(np.max(log_w))
+    log_w = log_w - scale_log
     lo_all, hi_all = _posterior_windows(log_w, eps)
     alpha_all, beta_all = a + y_all, b + n - y_all
     lbeta = special.betaln(alpha_all, beta_all)
@@ -600,7 +600,7 @@ class LaplaceCountRelease:
     Parameters
     ----------
     n : int
-        Number of records (public), ``1 <= n <= 100000``.
+        Number of records (public), ``1 <= n <= 10**7`` (:data:`dpbayes.counting.MAX_N`).
     eps : float
         Privacy parameter, ``> 0``.
     p : float
@@ -629,7 +629,8 @@ class LaplaceCountRelease:
 
     @property
     def mean_abs_error(self) -> float:
-        """Exact ``E|C - estimate|`` (computed on first use, O(n))."""
+        """Exact ``E|C - estimate|`` (computed on first use, over the prior's effective support:
+        ``O(sqrt(n p (1 - p)) + log(n) / eps)``, :func:`dpbayes.counting.mean_abs_error`)."""
         if self._mae is None:
             self._mae = counting.mean_abs_error(self.estimator, self.n, self.p, self.eps)
         return self._mae
@@ -638,9 +639,11 @@ class LaplaceCountRelease:
         """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``eps``)."""
         count = check_int("count", count, minimum=0, maximum=self.n)
         y = float(self._measurement(float(count)))
-        f = counting.bayes_estimate if self.estimator == "mean" else counting.posterior_median
+        # the posterior's cumulative sums over the counts that carry it given y: O(sqrt(n) + 1/eps)
+        post = counting._Posterior.build(self.n, self.p, self.eps, around=y)
+        estimate = post.mean(np.asarray(y)) if self.estimator == "mean" else post.median(np.asarray(y))
         return CountRelease(
-            estimate=float(f(y, self.n, self.p, self.eps)), noisy_count=y, n=self.n, eps=self.eps,
+            estimate=float(estimate), noisy_count=y, n=self.n, eps=self.eps,
             eps_spent=self.eps_spent, estimator=self.estimator, mean_abs_error=self.mean_abs_error,
         )
 
