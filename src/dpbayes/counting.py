@@ -23,9 +23,12 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
+from dpbayes._extras import lazy_module
 from dpbayes.validation import check_choice, check_int, check_positive, check_probability, check_rng
+
+stats = lazy_module("scipy.stats")  # imported on first use: keeps `import dpbayes.release` fast
 
 __all__ = [
     "out_of_range_probability",

@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from scipy import special
 
 from dpbayes import counting
+from dpbayes._extras import lazy_module, require
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import (
     _geometric_row_factors, beta_posterior_mean_remap, beta_prior_on_grid, betabinom_logpmf,
@@ -46,6 +47,9 @@ from dpbayes.ubapp import (
 from dpbayes.validation import (
     check_choice, check_distribution, check_grid, check_int, check_positive, check_probability,
 )
+
+stats = lazy_module("scipy.stats")
+optimize = lazy_module("scipy.optimize")
 
 __all__ = [
     "OPENDP_VERSION",
@@ -83,11 +87,8 @@ LAPLACE_ESTIMATORS = ("mean", "median")
 
 def _opendp() -> Any:
     """Import OpenDP, check its version and switch on the feature flag the measurements need."""
-    try:
-        import opendp
-        import opendp.prelude as dp
-    except ImportError as exc:  # pragma: no cover - opendp is in requirements.txt
-        raise ImportError(f"dpbayes.release needs OpenDP: pip install opendp=={OPENDP_VERSION}") from exc
+    opendp = require("opendp", "dpbayes.release (OpenDP's samplers)")
+    dp = require("opendp.prelude", "dpbayes.release (OpenDP's samplers)")
     installed = getattr(opendp, "__version__", None) or _installed_version("opendp")
     if installed != OPENDP_VERSION:
         raise ImportError(f"dpbayes.release is tested with opendp=={OPENDP_VERSION}, found {installed}")

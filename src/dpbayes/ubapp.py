@@ -36,10 +36,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
+from dpbayes._extras import lazy_module, require
 from dpbayes.losses import LOSSES
 from dpbayes.validation import check_choice, check_distribution, check_grid, check_int, check_positive
+
+stats = lazy_module("scipy.stats")  # imported on first use: keeps `import dpbayes.release` fast
 
 __all__ = [
     "DP_RTOL",
@@ -430,7 +433,7 @@ def private_bayes_lp(
     -------
     UbappSolution
     """
-    import cvxpy as cp  # imported here: cvxpy is slow to import and only the LP needs it
+    cp = require("cvxpy", "dpbayes.ubapp.private_bayes_lp (the linear program)")  # slow to import: here only
 
     L, Q, pi, eps, nb = _check_problem(loss, likelihood, prior, eps, neighbours)
     n_obs, n_est = Q.shape[0], L.shape[1]
@@ -467,7 +470,7 @@ def _solve_private_lp(
     solver_options: dict[str, Any] | None,
 ) -> UbappSolution:
     """One solve of the LP (11) with a given solver, then the DP check/repair of ``private_bayes_lp``."""
-    import cvxpy as cp
+    cp = require("cvxpy", "dpbayes.ubapp.private_bayes_lp (the linear program)")
 
     n_obs, n_est = Q.shape[0], L.shape[1]
 
