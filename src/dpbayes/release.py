@@ -30,6 +30,7 @@ OpenDP's measurements used here are behind its ``"contrib"`` feature flag, which
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ from dpbayes.ubapp import (
     truncated_geometric_logmatrix, ubapp_exact,
 )
 from dpbayes.validation import (
-    check_choice, check_distribution, check_grid, check_int, check_positive, check_probability,
+    check_choice, check_distribution, check_grid, check_int, check_positive,
 )
 
 stats = lazy_module("scipy.stats")
@@ -56,6 +57,8 @@ __all__ = [
     "MAX_N",
     "OUTPUT_LAW_MAX_N",
     "CONSTANT_TIME_MAX_N",
+    "MIN_EPS",
+    "MAX_EPS",
     "ProportionRelease",
     "OptimalProportionRelease",
     "release_proportion",
@@ -83,6 +86,53 @@ OUTPUT_LAW_MAX_N = 5000
 #: (clamping is post-processing), but the draw's running time varies with the noise.
 CONSTANT_TIME_MAX_N = 10_000
 LAPLACE_ESTIMATORS = ("mean", "median")
+#: Smallest eps of a release: far below it OpenDP's conservative arithmetic cannot build the sampler
+#: (eps = 1e-300 fails inside OpenDP), and at 1e-9 the noise (scale 10**9) already hides any count.
+MIN_EPS = 1e-9
+#: Largest eps of a release: the geometric noise moves the count with probability
+#: ``2 e^-eps / (1 + e^-eps)``, 4e-9 at eps = 20; above, a release publishes the exact count.
+MAX_EPS = 20.0
+
+
+def _check_eps(eps: Any) -> float:
+    """A real scalar in ``[MIN_EPS, MAX_EPS]`` (not a bool, not an array), named in every message."""
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"eps must be a real number in [{MIN_EPS:g}, {MAX_EPS:g}], got {type(eps).__name__} {eps!r}")
+    value = float(eps)
+    if not MIN_EPS <= value <= MAX_EPS:  # also NaN
+        raise ValueError(
+            f"eps must lie in [{MIN_EPS:g}, {MAX_EPS:g}], got {value!r} (above {MAX_EPS:g} a release publishes the "
+            f"count itself: the noise moves it with probability < 4e-9; below {MIN_EPS:g} it says nothing about the data)"
+        )
+    return value
+
+
+def _check_count(count: Any, n: int) -> int:
+    """The confidential count, an integer in ``[0, n]``; its value is never repeated in a message (logs)."""
+    message = f"count must be an integer in [0, {n}] (the value given is confidential and not repeated here)"
+    if isinstance(count, (bool, np.bool_)):
+        raise TypeError(message)
+    if isinstance(count, numbers.Integral):
+        value = int(count)
+    elif isinstance(count, numbers.Real) and float(count).is_integer():
+        value = int(count)
+    else:
+        raise TypeError(message)
+    if not 0 <= value <= n:
+        raise ValueError(message)
+    return value
+
+
+def _check_open_probability(name: str, value: Any) -> float:
+    """A real scalar strictly inside (0, 1): 0 and 1 are priors certain of the count (they ignore the data)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in (0, 1), got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not 0.0 < v < 1.0:
+        raise ValueError(
+            f"{name} must lie in (0, 1), got {v!r}" + (" (a prior certain of the count: the release would ignore the data)" if v in (0.0, 1.0) else "")
+        )
+    return v
 
 
 def _opendp() -> Any:
@@ -400,12 +450,13 @@ class OptimalProportionRelease:
     n : int
         Number of records (public), ``1 <= n <= MAX_N`` (``10**7``, a memory bound).
     eps : float
-        Privacy parameter, ``> 0``.
+        Privacy parameter, a real number in ``[MIN_EPS, MAX_EPS] = [1e-9, 20]``.
     loss : {"squared", "absolute"}
         Loss of the Bayes remap and of :attr:`bayes_risk`.
-    beta_prior : tuple of float
-        ``(a, b)`` of the Beta prior (both ``> 0``); ``(1, 1)`` is uniform. With ``theta_grid``
-        and no ``prior_weights``, this Beta is discretised on the grid.
+    beta_prior : tuple of float, optional
+        ``(a, b)`` of the Beta prior (both ``> 0``); ``None`` (default) is ``(1, 1)``, uniform. With
+        ``theta_grid`` and no ``prior_weights``, this Beta is discretised on the grid; giving both
+        ``beta_prior`` and ``prior_weights`` is refused.
     theta_grid : array_like, optional
         Strictly increasing values in ``[0, 1]``: the prior lives on (and the estimate is chosen
         from) this grid, as in the paper's LP. ``None``: continuous ``theta``.
@@ -427,27 +478,41 @@ class OptimalProportionRelease:
         eps: float,
         *,
         loss: str = "squared",
-        beta_prior: tuple[float, float] = (1.0, 1.0),
+        beta_prior: tuple[float, float] | None = None,
         theta_grid: ArrayLike | None = None,
         prior_weights: ArrayLike | None = None,
     ) -> None:
         self.n = check_int("n", n, minimum=1, maximum=MAX_N)
-        self.eps = float(check_positive("eps", eps))
+        self.eps = _check_eps(eps)
         self.loss = check_choice("loss", loss, LOSSES)
-        if len(beta_prior) != 2:
-            raise ValueError(f"beta_prior must be a pair (a, b) of numbers > 0, got {beta_prior!r}")
-        a = float(check_positive("beta_prior[0]", beta_prior[0]))
-        b = float(check_positive("beta_prior[1]", beta_prior[1]))
+        if beta_prior is not None and prior_weights is not None:
+            raise ValueError("give beta_prior or prior_weights, not both (prior_weights replaces the Beta prior)")
+        pair = (1.0, 1.0) if beta_prior is None else beta_prior
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise TypeError(f"beta_prior must be a pair (a, b) of numbers > 0, got {beta_prior!r}")
+        a = float(check_positive("beta_prior[0]", pair[0]))
+        b = float(check_positive("beta_prior[1]", pair[1]))
         if theta_grid is None:
             if prior_weights is not None:
                 raise ValueError("prior_weights needs theta_grid (the grid the weights live on)")
             self._init_beta(a, b)
         else:
             theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+            if theta.size < 2:
+                raise ValueError("theta_grid must have at least 2 points (a one-point prior ignores the data)")
             if prior_weights is None:
                 weights = beta_prior_on_grid(theta, a, b)
             else:
-                weights = check_distribution("prior_weights", prior_weights, shape=theta.shape)
+                if isinstance(prior_weights, (str, bytes)):
+                    raise TypeError(f"prior_weights must be an array of probabilities, got {prior_weights!r}")
+                try:
+                    weights = check_distribution("prior_weights", np.asarray(prior_weights, dtype=float), shape=theta.shape)
+                except (TypeError, ValueError) as exc:
+                    if str(exc).startswith("prior_weights"):
+                        raise
+                    raise TypeError(f"prior_weights must be an array of probabilities, got {prior_weights!r}") from exc
+            if float(np.max(weights)) >= 1.0 - 1e-15:
+                raise ValueError("prior_weights put all their mass on one point (a prior certain of theta ignores the data)")
             sol = ubapp_exact(self.n, self.eps, theta_grid=theta, prior=weights, loss=self.loss)
             self.estimates = theta[sol.info["remap"]]
             self.bayes_risk = float(sol.risk)
@@ -504,7 +569,7 @@ class OptimalProportionRelease:
 
         Each call spends ``eps`` (see the class notes on composition).
         """
-        count = check_int("count", count, minimum=0, maximum=self.n)
+        count = _check_count(count, self.n)
         # Up to CONSTANT_TIME_MAX_N OpenDP's bounded sampler already returns values in [0, n]; above,
         # the unbounded draw is clamped here. Clamping is post-processing, and clamped two-sided
         # geometric noise is the truncated geometric law (output_law) whatever the sampler does at the bounds.
@@ -521,7 +586,7 @@ def release_proportion(
     eps: float,
     *,
     loss: str = "squared",
-    beta_prior: tuple[float, float] = (1.0, 1.0),
+    beta_prior: tuple[float, float] | None = None,
     theta_grid: ArrayLike | None = None,
     prior_weights: ArrayLike | None = None,
 ) -> ProportionRelease:
@@ -549,7 +614,7 @@ def release_proportion(
     ``eps`` again.
     """
     n = check_int("n", n, minimum=1, maximum=MAX_N)
-    check_int("count", count, minimum=0, maximum=n)
+    _check_count(count, n)
     return OptimalProportionRelease(n, eps, loss=loss, beta_prior=beta_prior, theta_grid=theta_grid, prior_weights=prior_weights).release(count)
 
 
@@ -621,8 +686,8 @@ class LaplaceCountRelease:
 
     def __init__(self, n: int, eps: float, *, p: float, estimator: str = "mean") -> None:
         self.n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
-        self.eps = float(check_positive("eps", eps))
-        self.p = float(check_probability("p", p))
+        self.eps = _check_eps(eps)
+        self.p = _check_open_probability("p", p)
         self.estimator = check_choice("estimator", estimator, LAPLACE_ESTIMATORS)
         self._measurement = opendp_measurement("laplace", self.eps)
         self.eps_spent = float(self._measurement.map(1.0))
@@ -638,7 +703,7 @@ class LaplaceCountRelease:
 
     def release(self, count: int) -> CountRelease:
         """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``eps``)."""
-        count = check_int("count", count, minimum=0, maximum=self.n)
+        count = _check_count(count, self.n)
         y = float(self._measurement(float(count)))
         # the posterior's cumulative sums over the counts that carry it given y: O(sqrt(n) + 1/eps)
         post = counting._Posterior.build(self.n, self.p, self.eps, around=y)
@@ -672,5 +737,5 @@ def release_count_laplace(count: int, n: int, eps: float, *, p: float, estimator
     ``dp.enable_features("contrib")``.
     """
     n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
-    check_int("count", count, minimum=0, maximum=n)
+    _check_count(count, n)
     return LaplaceCountRelease(n, eps, p=p, estimator=estimator).release(count)
