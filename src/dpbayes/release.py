@@ -115,7 +115,7 @@ def _check_count(count: Any, n: int) -> int:
     if isinstance(count, numbers.Integral):
         value = int(count)
     elif isinstance(count, numbers.Real) and float(count).is_integer():
-        value = int(count)
+        value = int(float(count))
     else:
         raise TypeError(message)
     if not 0 <= value <= n:

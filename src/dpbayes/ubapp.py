@@ -850,6 +850,10 @@ class _LazyExactSolution(UbappSolution):
     costs ``O(K + M)`` memory. Reading them is refused above :data:`MAX_DENSE_ENTRIES` entries.
     """
 
+    _dense_spec: tuple[Any, ...]
+    _dense: tuple[NDArray[np.float64], NDArray[np.float64]] | None
+    _privacy_loss: float | None
+
     def __init__(self, *, dense_spec: tuple[Any, ...], **fields: Any) -> None:
         fields.setdefault("repair_weight", 0.0)
         fields.setdefault("info", {})
@@ -867,7 +871,8 @@ class _LazyExactSolution(UbappSolution):
             logG = truncated_geometric_logmatrix(K, eps)
             dense = (np.exp(logG), logG) if choice is None else _group_rows(logG, choice, n_est)
             object.__setattr__(self, "_dense", dense)
-        return self._dense  # type: ignore[return-value]
+        assert self._dense is not None
+        return self._dense
 
     @property  # type: ignore[override]
     def P(self) -> NDArray[np.float64]:
@@ -883,7 +888,8 @@ class _LazyExactSolution(UbappSolution):
             K, eps = self._dense_spec[0], self._dense_spec[1]
             what = "exact continuous solver" if self.solver == "exact-continuous" else "exact solver"
             object.__setattr__(self, "_privacy_loss", _require_dp(self.log_P, eps, chain_neighbours(K + 1), what))
-        return self._privacy_loss  # type: ignore[return-value]
+        assert self._privacy_loss is not None
+        return self._privacy_loss
 
     def __repr__(self) -> str:
         return (
