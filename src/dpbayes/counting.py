@@ -569,14 +569,23 @@ def _response_window(post: _Posterior) -> tuple[int, int]:
     return y_lo, y_hi
 
 
+_PIECES_PER_BLOCK = 1 << 15  # 262,144 quadrature nodes per block of the exact metrics
+
+
 def _exact_metric(estimator: str, n: int, p: float, eps: float, metric: str, window: bool = True) -> float:
     post = _Posterior.build(n, p, eps, window)
     edges = _pieces(post, estimator, metric)
     a, b = edges[:-1], edges[1:]
     nodes, weights = _GAUSS
-    y = 0.5 * (a + b)[:, None] + 0.5 * (b - a)[:, None] * nodes[None, :]
-    vals = _integrand(post, estimator, y.ravel(), metric).reshape(y.shape)
-    middle = float(np.sum(0.5 * (b - a) * (vals @ weights)))
+    # the quadrature nodes in blocks of _PIECES_PER_BLOCK pieces (memory bounded at any n); one block,
+    # so the same arithmetic as before, whenever the pieces fit in it (every chapter's n)
+    per_piece = np.empty(a.size)
+    for start in range(0, a.size, _PIECES_PER_BLOCK):
+        sl = slice(start, start + _PIECES_PER_BLOCK)
+        y = 0.5 * (a[sl] + b[sl])[:, None] + 0.5 * (b[sl] - a[sl])[:, None] * nodes[None, :]
+        vals = _integrand(post, estimator, y.ravel(), metric).reshape(y.shape)
+        per_piece[sl] = 0.5 * (b[sl] - a[sl]) * (vals @ weights)
+    middle = float(np.sum(per_piece))
     return middle + _tails(post, estimator, metric)
 
 
