@@ -436,7 +436,7 @@ def private_bayes_lp(
     cp = require("cvxpy", "dpbayes.ubapp.private_bayes_lp (the linear program)")  # slow to import: here only
 
     L, Q, pi, eps, nb = _check_problem(loss, likelihood, prior, eps, neighbours)
-    n_obs, n_est = Q.shape[0], L.shape[1]
+    n_est = L.shape[1]
     est = np.arange(n_est, dtype=float) if estimates is None else np.asarray(estimates, dtype=float)
     if est.shape != (n_est,):
         raise ValueError(f"estimates must have shape ({n_est},), got {est.shape}")
