@@ -120,6 +120,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="stop at n = 10**5")
     parser.add_argument("--repeat", type=int, default=3, help="calls per case (best kept); 1 above 2 s")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case before it is reported as a timeout")
+    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), help="run only these cases")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -134,6 +135,8 @@ def main() -> None:
     mc: dict[int, dict[str, float] | None] = {}
     pair: dict[int, float] = {}
     for name, (what, sizes, dense_sizes) in CASES.items():
+        if args.cases and name not in args.cases:
+            continue
         if args.quick:
             sizes = [n for n in sizes if n <= 10**5]
             dense_sizes = [n for n in dense_sizes if n <= 10**5]
