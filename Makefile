@@ -17,7 +17,7 @@ BROWSER_DIR := _build/browser
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: book test unit notebooks figures notebooks-narrow figures-narrow browser browser-build chromium setup clean verify-runs
+.PHONY: book test lint unit notebooks figures notebooks-narrow figures-narrow browser browser-build chromium setup clean verify-runs
 
 setup: $(STAMP) $(BOOK_STAMP)
 
@@ -48,7 +48,11 @@ book: $(STAMP) $(BOOK_STAMP)
 	  rm -rf $(CACHE) _build/.doctrees _build/jupyter_execute; echo $$hash > _build/.src-hash; fi
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
 
-test: unit notebooks figures notebooks-narrow figures-narrow browser
+test: lint unit notebooks figures notebooks-narrow figures-narrow browser
+
+# ruff with the rule set of pyproject.toml ([tool.ruff.lint]: syntax errors and pyflakes)
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
 
 unit: $(STAMP) $(BOOK_STAMP)
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --ignore=tests/test_browser.py

@@ -153,7 +153,7 @@ def test_checks_fail_on_a_broken_copy(root: Path, tmp_path: Path) -> None:
     pages = list(dict.fromkeys([fig_page, math_page, *( [nojax_page] if nojax_page else []), control]))
     problems = check_book(copy, pages)
     assert any("image not loaded" in p and figure.name in p for p in problems[fig_page]), problems[fig_page]
-    assert any(f"HTTP 404" in p and figure.name in p for p in problems[fig_page]), problems[fig_page]
+    assert any("HTTP 404" in p and figure.name in p for p in problems[fig_page]), problems[fig_page]
     assert any("MathJax error" in p for p in problems[math_page]), problems[math_page]
     if nojax_page:
         assert any("raw \\(" in p for p in problems[nojax_page]), problems[nojax_page]

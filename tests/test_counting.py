@@ -225,3 +225,44 @@ def test_break_points_do_not_depend_on_scan_resolution(monkeypatch, n, p, eps):
     monkeypatch.setattr(ct, "_SUBDIV", 64)
     fine = [f(name, n, p, eps) for f in (ct.mean_abs_error, ct.prob_lower_error) for name in ("mean", "median")]
     np.testing.assert_allclose(coarse, fine, rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------------ sums over the prior's effective support
+
+
+@pytest.mark.parametrize(("n", "p", "eps"), [(5000, 0.3, 0.1), (20000, 0.02, 0.3), (30000, 0.001, 2.0)])
+@pytest.mark.parametrize("estimator", ["mean", "median", "clamped"])
+def test_metrics_on_the_effective_support_match_the_full_sums(n, p, eps, estimator):
+    """Agreement to the full sums' own accuracy (their log-space cumulative sums lose ~ sqrt(n) eps n ulps)."""
+    lo, hi = ct._support(n, p, eps)
+    assert 0 < hi - lo < n // 2  # the window is really used
+    for metric in ("abs", "prob"):
+        windowed = ct._exact_metric(estimator, n, p, eps, metric, window=True)
+        full = ct._exact_metric(estimator, n, p, eps, metric, window=False)
+        assert windowed == pytest.approx(full, rel=1e-10, abs=1e-15)
+
+
+@pytest.mark.parametrize(("n", "p", "eps"), [(5000, 0.3, 0.1), (10**5, 0.3, 5.0), (10**6, 0.3, 1.0), (10**6, 0.02, 0.01)])
+def test_windowed_naive_error_is_one_over_eps_to_1e12(n, p, eps):
+    """eq. (14): E|C - Y| = 1/eps exactly; the windowed sums keep it to 1e-12 (the full ones: 2e-8 at 1e5, eps = 5)."""
+    assert ct.mean_abs_error("naive", n, p, eps) == pytest.approx(1 / eps, rel=1.5e-12)
+
+
+def test_metrics_at_ten_million_records():
+    """The cap is 10**7; the naive estimator's error is 1/eps exactly (eq. (14))."""
+    n, p, eps = 10**7, 0.3, 5.0
+    # 3e-10: the posterior's E|C - m| is a difference of terms of size ~ the window (~ 4e4 counts)
+    assert ct.mean_abs_error("naive", n, p, eps) == pytest.approx(1 / eps, rel=1e-9)
+    assert ct.mean_abs_error("median", n, p, eps) < ct.mean_abs_error("mean", n, p, eps) < 1 / eps
+    assert 0.5 < ct.prob_lower_error("mean", n, p, eps) < 1
+
+
+def test_pointwise_window_gives_the_full_posterior():
+    n, p, eps = 50_000, 0.001, 3.0
+    full = ct._Posterior.build(n, p, eps)
+    for y in (-100.0, 0.5, 53.3, 550.7, 45_000.0, n + 50.0):
+        post = ct._Posterior.build(n, p, eps, around=y)
+        assert post.m < n // 2
+        y_arr = np.array([y])
+        assert post.mean(y_arr)[0] == pytest.approx(full.mean(y_arr)[0], rel=1e-11)
+        assert post.median(y_arr)[0] == full.median(y_arr)[0]

@@ -139,8 +139,10 @@ def test_absolute_loss_beta_prior_matches_a_fine_grid():
 
 def test_grid_prior_weights_are_used():
     theta = np.array([0.1, 0.5, 0.9])
-    point = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[0.0, 1.0, 0.0])
-    assert np.all(point.estimates == 0.5) and point.bayes_risk == pytest.approx(0.0, abs=1e-15)
+    peaked = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[0.01, 0.98, 0.01])
+    flat = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[1 / 3, 1 / 3, 1 / 3])
+    assert np.all(peaked.estimates == 0.5) and not np.all(flat.estimates == 0.5)
+    assert 0 < peaked.bayes_risk < flat.bayes_risk
 
 
 @pytest.mark.parametrize(
@@ -148,8 +150,8 @@ def test_grid_prior_weights_are_used():
     [
         ({"count": 11, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
         ({"count": -1, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
-        ({"count": 1, "n": 10, "eps": 0.0}, r"eps must be > 0"),
-        ({"count": 1, "n": 0, "eps": 1.0}, r"n must be an integer in \[1, 5000\]"),
+        ({"count": 1, "n": 10, "eps": 0.0}, r"eps must lie in \[1e-09, 20\]"),
+        ({"count": 1, "n": 0, "eps": 1.0}, r"n must be an integer in \[1, 10000000\]"),
         ({"count": 1, "n": 10, "eps": 1.0, "loss": "huber"}, r"loss must be one of 'squared', 'absolute'"),
         ({"count": 1, "n": 10, "eps": 1.0, "beta_prior": (0.0, 1.0)}, r"beta_prior\[0\] must be > 0"),
         ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [0.5, 0.6]}, r"prior_weights must be >= 0 and sum to 1"),
@@ -204,8 +206,8 @@ def test_laplace_release_reports_the_chapter4_bayes_estimate():
     ("kwargs", "message"),
     [
         ({"count": 5, "n": 4, "eps": 1.0, "p": 0.5}, r"count must be an integer in \[0, 4\]"),
-        ({"count": 1, "n": 4, "eps": -1.0, "p": 0.5}, r"eps must be > 0"),
-        ({"count": 1, "n": 4, "eps": 1.0, "p": 1.5}, r"p must lie in \[0.0, 1.0\]"),
+        ({"count": 1, "n": 4, "eps": -1.0, "p": 0.5}, r"eps must lie in \[1e-09, 20\]"),
+        ({"count": 1, "n": 4, "eps": 1.0, "p": 1.5}, r"p must lie in \(0, 1\)"),
         ({"count": 1, "n": 4, "eps": 1.0, "p": 0.5, "estimator": "mode"}, r"estimator must be one of 'mean', 'median'"),
     ],
 )
@@ -222,3 +224,116 @@ def test_opendp_version_is_the_pinned_one():
     requirements = Path(__file__).resolve().parents[1] / "requirements.txt"
     pinned = [line for line in requirements.read_text().splitlines(keepends=True) if line.lower().startswith("opendp==")]
     assert pinned == [f"opendp=={release.OPENDP_VERSION}\n"]
+
+
+# ------------------------------------------------------------------ O(n) construction vs the dense reference
+
+
+def _dense_twin(mech: release.OptimalProportionRelease, ab: tuple[float, float]) -> release.OptimalProportionRelease:
+    ref = release.OptimalProportionRelease.__new__(release.OptimalProportionRelease)
+    ref.n, ref.eps, ref.loss = mech.n, mech.eps, mech.loss
+    ref._init_beta_dense(*ab)
+    return ref
+
+
+@pytest.mark.parametrize("loss", ["squared", "absolute"])
+@pytest.mark.parametrize(
+    ("n", "eps", "ab"),
+    [(1, 1.0, (1.0, 1.0)), (30, 0.5, (2.0, 5.0)), (200, 1.0, (1.0, 1.0)), (500, 0.05, (0.5, 0.5)), (1000, 3.0, (50.0, 20.0)), (300, 0.001, (2.0, 2.0))],
+)
+def test_linear_construction_matches_the_dense_reference(n, eps, ab, loss):
+    mech = release.OptimalProportionRelease(n, eps, loss=loss, beta_prior=ab)
+    ref = _dense_twin(mech, ab)
+    assert mech.bayes_risk == pytest.approx(ref.bayes_risk, rel=1e-12)
+    np.testing.assert_allclose(mech.estimates, ref.estimates, rtol=0, atol=5e-14)
+
+
+def test_a_million_records_squared_loss():
+    mech = release.OptimalProportionRelease(10**6, 1.0)
+    assert np.all(np.diff(mech.estimates) > 0)
+    # continuous limit: the risk is E[theta (1 - theta)] / n plus the noise's share, ~ 1 / (6 n)
+    assert mech.bayes_risk == pytest.approx(1 / 6e6, rel=1e-3)
+    r = mech.release(123_456)
+    assert abs(r.noisy_count - 123_456) < 60 and r.estimate == mech.estimates[r.noisy_count]
+    with pytest.raises(ValueError, match="output_law"):
+        mech.output_law()
+
+
+def test_concentrated_prior_whose_weights_underflow_still_has_every_estimate():
+    """Beta(2000, 2000) on 10**5 records: the Beta-binomial weights underflow far from n/2."""
+    from scipy import special
+
+    n, eps, a = 10**5, 1.0, 2000.0
+    mech = release.OptimalProportionRelease(n, eps, beta_prior=(a, a))
+    assert np.all(np.isfinite(mech.estimates)) and np.all(np.diff(mech.estimates) >= -1e-11)
+    assert np.isfinite(mech.bayes_risk) and mech.bayes_risk > 0
+    # E[theta | z] by a direct log-space sum over y, for z where the weights underflow and where they do not
+    y = np.arange(n + 1)
+    log_w = stats.betabinom.logpmf(y, n, a, a)
+    for z in (0, 900, 20_000, n // 2, n):
+        log_joint = log_w - eps * np.abs(y - z)
+        mean_y = float(np.exp(special.logsumexp(log_joint, b=np.maximum(y, 1e-300)) - special.logsumexp(log_joint)))
+        assert mech.estimates[z] == pytest.approx((a + mean_y) / (2 * a + n), rel=1e-10)
+
+
+def test_unbounded_sampler_then_clamp_has_the_truncated_geometric_law(monkeypatch):
+    """Above CONSTANT_TIME_MAX_N the noise is OpenDP's unbounded integer draw, clamped: same law."""
+    monkeypatch.setattr(release, "CONSTANT_TIME_MAX_N", 0)
+    mech = release.OptimalProportionRelease(N_SMALL, EPS)
+    drawn = {c: np.array([mech.release(c).noisy_count for _ in range(20_000)]) for c in (0, 2)}
+    assert chi_square_pvalue(drawn, mech.output_law()) > ALPHA
+    assert mech.eps_spent <= EPS
+
+
+# ------------------------------------------------------------------ bad input (issue 29, item 8)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"count": 150, "n": 100, "eps": 1.0}, ValueError, r"count must be an integer in \[0, 100\] \(the value given is confidential"),
+        ({"count": "abc", "n": 100, "eps": 1.0}, TypeError, r"count must be an integer in \[0, 100\]"),
+        ({"count": True, "n": 100, "eps": 1.0}, TypeError, r"count must be an integer"),
+        ({"count": 3, "n": 100, "eps": True}, TypeError, r"eps must be a real number"),
+        ({"count": 3, "n": 100, "eps": [1.0]}, TypeError, r"eps must be a real number"),
+        ({"count": 3, "n": 100, "eps": 1e-300}, ValueError, r"eps must lie in \[1e-09, 20\]"),
+        ({"count": 3, "n": 100, "eps": 1e6}, ValueError, r"publishes the count itself"),
+        ({"count": 3, "n": 100, "eps": float("nan")}, ValueError, r"eps must lie in"),
+        ({"count": 3, "n": 100, "eps": 1.0, "beta_prior": 1}, TypeError, r"beta_prior must be a pair"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": "abc"}, TypeError, r"prior_weights must be an array"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [-0.5, 1.5]}, ValueError, r"prior_weights must be >= 0"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.5]}, ValueError, r"at least 2 points"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.0, 1.0]}, ValueError, r"all their mass on one point"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.5, 0.5], "beta_prior": (2, 2)}, ValueError, r"not both"),
+    ],
+)
+def test_bad_release_input_is_named_and_refused_before_any_draw(monkeypatch, kwargs, error, message):
+    monkeypatch.setattr(release, "_build_measurement", lambda *a, **k: pytest.fail("OpenDP reached before validation"))
+    with pytest.raises(error, match=message) as info:
+        release.release_proportion(**kwargs)
+    if kwargs["count"] == 150:
+        assert "150" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"count": 300, "n": 100, "eps": 1.0, "p": 0.3}, ValueError, r"count must be an integer in \[0, 100\] \(the value"),
+        ({"count": 3, "n": 100, "eps": 1.0, "p": True}, TypeError, r"p must be a real number in \(0, 1\)"),
+        ({"count": 3, "n": 100, "eps": 1.0, "p": 0.0}, ValueError, r"prior certain of the count"),
+        ({"count": 3, "n": 100, "eps": 1.0, "p": 1.0}, ValueError, r"prior certain of the count"),
+    ],
+)
+def test_bad_laplace_release_input_is_named_and_refused(monkeypatch, kwargs, error, message):
+    monkeypatch.setattr(release, "_build_measurement", lambda *a, **k: pytest.fail("OpenDP reached before validation"))
+    with pytest.raises(error, match=message) as info:
+        release.release_count_laplace(**kwargs)
+    assert "300" not in str(info.value)
+
+
+def test_extreme_allowed_eps_values_build_opendp_measurements():
+    for eps in (release.MIN_EPS, release.MAX_EPS):
+        mech = release.OptimalProportionRelease(10, eps)
+        assert mech.eps_spent <= eps and 0 <= mech.release(5).noisy_count <= 10
+    big = release.OptimalProportionRelease(10**5, release.MIN_EPS)  # unbounded sampler, scale 1e9, clamped
+    assert 0 <= big.release(5).noisy_count <= 10**5

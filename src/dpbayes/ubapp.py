@@ -36,10 +36,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
+from dpbayes._extras import lazy_module, require
 from dpbayes.losses import LOSSES
 from dpbayes.validation import check_choice, check_distribution, check_grid, check_int, check_positive
+
+stats = lazy_module("scipy.stats")  # imported on first use: keeps `import dpbayes.release` fast
 
 __all__ = [
     "DP_RTOL",
@@ -58,6 +61,14 @@ __all__ = [
     "private_bayes_exact_count",
     "ubapp_lp",
     "ubapp_exact",
+    "ubapp_exact_dense",
+    "geometric_kernel_sums",
+    "beta_posterior_mean_remap",
+    "check_dense_size",
+    "MAX_COUNT",
+    "MAX_DENSE_ENTRIES",
+    "MAX_GRID",
+    "MAX_GRID_WORK",
     "LP_SOLVERS",
     "DEFAULT_LP_SOLVER",
     "relative_advantage",
@@ -422,10 +433,10 @@ def private_bayes_lp(
     -------
     UbappSolution
     """
-    import cvxpy as cp  # imported here: cvxpy is slow to import and only the LP needs it
+    cp = require("cvxpy", "dpbayes.ubapp.private_bayes_lp (the linear program)")  # slow to import: here only
 
     L, Q, pi, eps, nb = _check_problem(loss, likelihood, prior, eps, neighbours)
-    n_obs, n_est = Q.shape[0], L.shape[1]
+    n_est = L.shape[1]
     est = np.arange(n_est, dtype=float) if estimates is None else np.asarray(estimates, dtype=float)
     if est.shape != (n_est,):
         raise ValueError(f"estimates must have shape ({n_est},), got {est.shape}")
@@ -459,7 +470,7 @@ def _solve_private_lp(
     solver_options: dict[str, Any] | None,
 ) -> UbappSolution:
     """One solve of the LP (11) with a given solver, then the DP check/repair of ``private_bayes_lp``."""
-    import cvxpy as cp
+    cp = require("cvxpy", "dpbayes.ubapp.private_bayes_lp (the linear program)")
 
     n_obs, n_est = Q.shape[0], L.shape[1]
 
@@ -542,6 +553,195 @@ def truncated_geometric_logmatrix(n: int, eps: float) -> NDArray[np.float64]:
     return logG
 
 
+# --------------------------------------------------------------------------------------------
+# The truncated geometric kernel without its matrix: one-sided recursions, O(n) per vector
+# --------------------------------------------------------------------------------------------
+
+#: Largest count ``n`` (or ``K``) of the O(n) solvers: about 0.2 kB of working memory per count
+#: (a few dozen float64 vectors of length ``n + 1``), so 10**8 counts need ~ 20 GB. Checked
+#: before anything is allocated.
+MAX_COUNT = 10**8
+#: Largest number of entries of a dense matrix this module builds on request (the reference
+#: solvers and the lazily built ``P`` / ``log_P`` of :func:`ubapp_exact`): 2.5e8 float64 = 2 GB.
+MAX_DENSE_ENTRIES = 250_000_000
+#: Largest ``len(theta_grid)`` of :func:`ubapp_exact` (the grid is looped over in blocks).
+MAX_GRID = 10**6
+#: Largest ``(K + 1) * len(theta_grid)``: the O(K M) work of the grid solver (~ 1 minute at 1e10).
+MAX_GRID_WORK = 10**10
+_BLOCK_ENTRIES = 1 << 20  # entries of one (K + 1) x block slice of the grid solver (8 MB)
+
+
+def check_dense_size(what: str, rows: int, cols: int) -> None:
+    """Refuse a dense ``rows x cols`` float64 matrix above :data:`MAX_DENSE_ENTRIES` entries."""
+    if rows * cols > MAX_DENSE_ENTRIES:
+        raise ValueError(
+            f"{what} would be a dense {rows} x {cols} matrix ({rows * cols * 8 / 1e9:.3g} GB of float64), "
+            f"above the limit of {MAX_DENSE_ENTRIES} entries (dpbayes.ubapp.MAX_DENSE_ENTRIES)"
+        )
+
+
+def _geometric_row_factors(n: int, eps: float) -> NDArray[np.float64]:
+    """``c[z]`` with ``G[z, y] = c[z] a^|z - y|``: ``(1 - a)/(1 + a)`` inside, ``1/(1 + a)`` at 0 and n."""
+    c = np.full(n + 1, np.exp(np.log(-np.expm1(-eps)) - np.log1p(np.exp(-eps))))
+    c[0] = c[n] = np.exp(-np.log1p(np.exp(-eps)))
+    if n == 0:
+        c[0] = 1.0  # a single output: every noisy count is clamped to it
+    return c
+
+
+def geometric_kernel_sums(w: ArrayLike, eps: float, moments: int = 0, axis: int = 0) -> tuple[NDArray[np.float64], ...]:
+    """``S_r[z] = sum_y G[z, y] w[y] (y - z)^r`` for ``r = 0..moments`` without forming ``G``.
+
+    ``G`` is the truncated geometric mechanism on ``{0..n}`` (:func:`truncated_geometric_logmatrix`,
+    ``n = len(w) - 1`` along ``axis``). The kernel ``a^|z - y|`` (``a = exp(-eps)``) splits into a
+    left part (``y <= z``) and a right part (``y >= z``), each a first-order recursion in ``z``:
+    ``L_0(z) = a L_0(z - 1) + w_z``, ``L_1(z) = a (L_1(z - 1) + L_0(z - 1))``,
+    ``L_2(z) = a (L_2(z - 1) + 2 L_1(z - 1) + L_0(z - 1))`` with ``L_r(z) = sum_{y <= z} a^(z - y)
+    w_y (z - y)^r``, and the mirror image from the right. Every term is >= 0 for ``w >= 0`` (no
+    cancellation; the centred moments keep ``(y - z)^2`` small where the mass is), so the relative
+    rounding error is a few ulps times ``min(n, 1/eps)``-term sums. ``O(n)`` time and memory
+    (``scipy.signal.lfilter``), against ``O(n^2)`` for the dense product with ``G``.
+
+    Parameters
+    ----------
+    w : array_like
+        Non-negative weights on ``{0..n}`` (any further axes are independent columns).
+    eps : float
+        Privacy parameter of the kernel, ``> 0``.
+    moments : {0, 1, 2}
+        Highest centred moment ``r`` returned.
+    axis : int
+        Axis of ``w`` that runs over ``y``.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(S_0, ..., S_moments)``, each shaped like ``w``.
+    """
+    from scipy.signal import lfilter
+
+    eps = check_positive("eps", eps)
+    moments = check_int("moments", moments, minimum=0, maximum=2)
+    w = np.moveaxis(np.asarray(w, dtype=float), axis, -1)
+    n = w.shape[-1] - 1
+    if n < 0:
+        raise ValueError("w must not be empty")
+    a = float(np.exp(-eps))
+    den = [1.0, -a]
+
+    def one_sided(v: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+        out = [lfilter([1.0], den, v, axis=-1)]
+        if moments >= 1:
+            out.append(lfilter([0.0, a], den, out[0], axis=-1))
+        if moments >= 2:
+            out.append(lfilter([0.0, a], den, 2.0 * out[1] + out[0], axis=-1))
+        return out
+
+    left = one_sided(w)
+    right = [r[..., ::-1] for r in one_sided(w[..., ::-1])]
+    c = _geometric_row_factors(n, eps)
+    sums = [c * (left[0] + right[0] - w)]
+    if moments >= 1:
+        sums.append(c * (right[1] - left[1]))
+    if moments >= 2:
+        sums.append(c * (left[2] + right[2]))
+    return tuple(np.moveaxis(s, -1, axis) for s in sums)
+
+
+def _log_poch(x: NDArray[np.float64], d: float) -> NDArray[np.float64]:
+    """``log(Gamma(x + d) / Gamma(x))`` for ``x >= 1`` and ``-1 < d <= 60``, in chunks of at most 15."""
+    out = np.zeros_like(x)
+    first = d - 15.0 * np.floor(max(d, 0.0) / 15.0)  # the part that is not a whole chunk (may be < 0)
+    with np.errstate(over="ignore"):
+        out += np.log(special.poch(x, first))
+        shift = first
+        while shift < d - 1e-12:
+            out += np.log(special.poch(x + shift, 15.0))
+            shift += 15.0
+    return out
+
+
+def betabinom_logpmf(y: ArrayLike, n: int, a: float, b: float) -> NDArray[np.float64]:
+    """``log P(y)`` of the ``BetaBinomial(n, a, b)`` law, accurate to a few ulps for large ``n``.
+
+    ``scipy.stats.betabinom`` subtracts log-gammas of size ``n log n``, which loses digits as ``n``
+    grows (its pmf sums to ``1 + 2e-11`` at ``n = 10**4`` and ``1 - 1.3e-8`` at ``10**7`` for
+    ``Beta(2, 5)``). Here the pmf is written as ratios of gamma functions whose arguments differ by
+    ``a - 1``, ``b - 1`` and ``a + b - 1``, each a Pochhammer symbol (``scipy.special.poch``):
+    ``P(y) = poch(y + 1, a - 1) poch(n - y + 1, b - 1) / (poch(n + 1, a + b - 1) B(a, b))``. Used
+    for ``a, b <= 30``; larger shapes fall back to :mod:`scipy.stats` (accuracy ~ ``u n log n``).
+    """
+    y = np.asarray(y, dtype=float)
+    if max(a, b) > 30.0:
+        return np.asarray(stats.betabinom.logpmf(y, n, a, b), dtype=float)
+    return (
+        _log_poch(y + 1.0, a - 1.0) + _log_poch(n - y + 1.0, b - 1.0)
+        - _log_poch(np.array([n + 1.0]), a + b - 1.0)[0] - special.betaln(a, b)
+    )
+
+
+def beta_posterior_mean_remap(
+    n: int, eps: float, a: float, b: float
+) -> tuple[NDArray[np.float64], float, NDArray[np.float64]]:
+    """Posterior mean remap of the truncated geometric mechanism under a ``Beta(a, b)`` prior, O(n).
+
+    The count ``y`` of ``n`` Bernoulli(theta) trials is Beta-binomial a priori; given the noisy count
+    ``z``, ``E[theta | z] = (a + E[y | z]) / (a + b + n)``, and the Bayes risk is
+    ``sum_y P(y) Var(theta | y) + sum_z P(z) Var(y | z) / (a + b + n)^2`` (the continuous-theta
+    limit of UBaPP, paper Algorithm 1 step 5). ``P(z)``, ``E[y - z | z]`` and ``E[(y - z)^2 | z]``
+    come from :func:`geometric_kernel_sums` on the Beta-binomial weights (scaled by their largest
+    value so that nothing overflows). Rows whose scaled ``P(z)`` is below ``1e-280`` (a prior so
+    concentrated that the weights underflow far from its mass) get ``E[y | z]`` from cumulative
+    sums in log space instead (relative accuracy about ``eps n`` ulps there; their share of the
+    risk is below ``1e-280``).
+
+    Returns
+    -------
+    estimates : ndarray, shape (n + 1,)
+        ``E[theta | z]`` for ``z = 0..n``.
+    risk : float
+        Exact Bayes risk (mean squared error) of the remapped mechanism.
+    p_z : ndarray, shape (n + 1,)
+        ``P(z)``, the law of the noisy count.
+    """
+    n = check_int("n", n, minimum=1, maximum=MAX_COUNT)
+    eps = check_positive("eps", eps)
+    a, b = check_positive("a", a), check_positive("b", b)
+    y = np.arange(n + 1, dtype=float)
+    log_w = betabinom_logpmf(y, n, a, b)
+    top = float(np.max(log_w))
+    w = np.exp(log_w - top)
+    s0, s1, s2 = geometric_kernel_sums(w, eps, 2)
+    abn = a + b + n
+    post_mean = (a + y) / abn
+    post_var = post_mean * (b + n - y) / (abn * (abn + 1.0))
+    ok = s0 > 1e-280
+    shift = np.zeros(n + 1)
+    shift[ok] = s1[ok] / s0[ok]
+    if not np.all(ok):
+        shift[~ok] = _log_space_mean_offset(log_w, eps)[~ok]
+    estimates = (a + y + shift) / abn
+    spread = np.where(ok, np.maximum(s2 - s1 * shift, 0.0), 0.0)
+    risk = float(np.exp(top) * (np.sum(w * post_var) + np.sum(spread) / abn**2))
+    return estimates, risk, np.exp(top) * s0
+
+
+def _log_space_mean_offset(log_w: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
+    """``E[y | z] - z`` for every ``z`` from log-space cumulative sums (the underflow fallback)."""
+    n = log_w.size - 1
+    y = np.arange(n + 1, dtype=float)
+    with np.errstate(divide="ignore"):
+        log_y = np.log(y)
+    parts = []
+    for lw in (log_w, log_w + log_y):
+        left = np.logaddexp.accumulate(lw + eps * y) - eps * y  # log sum_{y' <= z} w e^{-eps (z - y')}
+        right = np.concatenate((np.logaddexp.accumulate((lw - eps * y)[::-1])[::-1][1:], [-np.inf])) + eps * y
+        parts.append(np.logaddexp(left, right))  # right: y' > z
+    with np.errstate(invalid="ignore"):
+        mean = np.exp(parts[1] - parts[0])
+    return np.where(np.isfinite(mean), mean, y) - y
+
+
 def _remap_exact(
     logG: NDArray[np.float64], expected_loss: NDArray[np.float64]
 ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64], float]:
@@ -552,16 +752,7 @@ def _remap_exact(
     """
     choice = np.argmin(expected_loss, axis=1)
     risk = float(np.sum(expected_loss[np.arange(expected_loss.shape[0]), choice]))
-    n_est, n_obs = expected_loss.shape[1], logG.shape[1]
-    used, group = np.unique(choice, return_inverse=True)
-    top = np.full((used.size, n_obs), -np.inf)
-    np.maximum.at(top, group, logG)
-    total = np.zeros((used.size, n_obs))
-    np.add.at(total, group, np.exp(logG - top[group]))
-    log_P = np.full((n_est, n_obs), -np.inf)
-    log_P[used] = top + np.log(total)
-    P = np.zeros((n_est, n_obs))
-    P[used] = np.exp(log_P[used])
+    P, log_P = _group_rows(logG, choice, expected_loss.shape[1])
     return choice, P, log_P, risk
 
 
@@ -634,6 +825,159 @@ def ubapp_lp(
     )
 
 
+def _group_rows(
+    logG: NDArray[np.float64], choice: NDArray[np.int64], n_est: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``P[k] = sum of G[z]`` over the ``z`` with ``choice[z] = k``, and ``log P`` (log space, no underflow)."""
+    n_obs = logG.shape[1]
+    used, group = np.unique(choice, return_inverse=True)
+    top = np.full((used.size, n_obs), -np.inf)
+    np.maximum.at(top, group, logG)
+    total = np.zeros((used.size, n_obs))
+    np.add.at(total, group, np.exp(logG - top[group]))
+    log_P = np.full((n_est, n_obs), -np.inf)
+    log_P[used] = top + np.log(total)
+    P = np.zeros((n_est, n_obs))
+    P[used] = np.exp(log_P[used])
+    return P, log_P
+
+
+class _LazyExactSolution(UbappSolution):
+    """A :class:`UbappSolution` of :func:`ubapp_exact` whose dense parts are built on first access.
+
+    ``P`` and ``log_P`` (``n_est x (K + 1)``) and ``privacy_loss`` (checked on ``log_P``) are
+    computed from the remap when first read, so that a solution used for its risk and remap
+    costs ``O(K + M)`` memory. Reading them is refused above :data:`MAX_DENSE_ENTRIES` entries.
+    """
+
+    _dense_spec: tuple[Any, ...]
+    _dense: tuple[NDArray[np.float64], NDArray[np.float64]] | None
+    _privacy_loss: float | None
+
+    def __init__(self, *, dense_spec: tuple[Any, ...], **fields: Any) -> None:
+        fields.setdefault("repair_weight", 0.0)
+        fields.setdefault("info", {})
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_dense_spec", dense_spec)
+        object.__setattr__(self, "_dense", None)
+        object.__setattr__(self, "_privacy_loss", None)
+
+    def _build(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        if self._dense is None:
+            K, eps, choice, n_est = self._dense_spec
+            check_dense_size("P of ubapp_exact", n_est, K + 1)
+            check_dense_size("G of ubapp_exact", K + 1, K + 1)
+            logG = truncated_geometric_logmatrix(K, eps)
+            dense = (np.exp(logG), logG) if choice is None else _group_rows(logG, choice, n_est)
+            object.__setattr__(self, "_dense", dense)
+        assert self._dense is not None
+        return self._dense
+
+    @property  # type: ignore[override]
+    def P(self) -> NDArray[np.float64]:
+        return self._build()[0]
+
+    @property  # type: ignore[override]
+    def log_P(self) -> NDArray[np.float64]:
+        return self._build()[1]
+
+    @property  # type: ignore[override]
+    def privacy_loss(self) -> float:
+        if self._privacy_loss is None:
+            K, eps = self._dense_spec[0], self._dense_spec[1]
+            what = "exact continuous solver" if self.solver == "exact-continuous" else "exact solver"
+            object.__setattr__(self, "_privacy_loss", _require_dp(self.log_P, eps, chain_neighbours(K + 1), what))
+        assert self._privacy_loss is not None
+        return self._privacy_loss
+
+    def __repr__(self) -> str:
+        return (
+            f"UbappSolution(risk={self.risk!r}, solver={self.solver!r}, eps={self.eps!r}, "
+            f"n_est={self.estimates.size}, n_obs={self._dense_spec[0] + 1}, P=<built on first access>)"
+        )
+
+    def __reduce__(self) -> Any:
+        fields = {name: getattr(self, name) for name in ("risk", "solver", "solve_seconds", "estimates", "eps", "info")}
+        return (_rebuild_lazy, (self._dense_spec, fields))
+
+
+def _rebuild_lazy(dense_spec: tuple[Any, ...], fields: dict[str, Any]) -> _LazyExactSolution:
+    return _LazyExactSolution(dense_spec=dense_spec, **fields)
+
+
+def _grid_remap(
+    K: int, eps: float, theta: NDArray[np.float64], pi: NDArray[np.float64], loss: str
+) -> tuple[NDArray[np.int64], float]:
+    """Bayes remap ``z -> k`` on the grid and its risk, in O(K M) time and O(K + M) memory.
+
+    ``W[j, z] = pi_j P(z | theta_j)`` is built in blocks of grid points: the binomial pmf of each
+    ``theta_j`` filtered by the truncated geometric kernel (:func:`geometric_kernel_sums`). Squared
+    loss: the sums ``s_r[z] = sum_j W[j, z] theta_j^r`` give the posterior mean and the expected
+    loss ``s0 t^2 - 2 s1 t + s2`` of the two grid points around it. Absolute loss: a second pass
+    finds, for each ``z``, the first grid point whose posterior CDF reaches 1/2 (the weighted
+    median, the minimiser of the piecewise-linear expected loss).
+    """
+    n_obs, M = K + 1, theta.size
+    block = max(1, _BLOCK_ENTRIES // n_obs)
+    y = np.arange(n_obs, dtype=float)[None, :]
+    log_choose = special.gammaln(K + 1.0) - special.gammaln(y + 1.0) - special.gammaln(K - y + 1.0)
+
+    with np.errstate(divide="ignore"):
+        log_t, log_1mt = np.log(theta), np.log1p(-theta)
+
+    def weights(j0: int, j1: int) -> NDArray[np.float64]:
+        # binomial pmf of each grid point (rows); theta = 0 and 1 are point masses at y = 0 and K
+        inner = (theta[j0:j1] > 0.0) & (theta[j0:j1] < 1.0)
+        with np.errstate(invalid="ignore"):
+            log_q = log_choose + y * log_t[j0:j1, None] + (K - y) * log_1mt[j0:j1, None]
+        Q = np.exp(log_q, where=inner[:, None], out=np.zeros((j1 - j0, n_obs)))
+        Q[theta[j0:j1] == 0.0, 0] = 1.0
+        Q[theta[j0:j1] == 1.0, K] = 1.0
+        return geometric_kernel_sums(Q, eps, 0, axis=1)[0] * pi[j0:j1, None]
+
+    s0, s1, s2 = np.zeros(n_obs), np.zeros(n_obs), np.zeros(n_obs)
+    for j0 in range(0, M, block):
+        W = weights(j0, min(M, j0 + block))
+        th = theta[j0 : j0 + block]
+        s0 += W.sum(axis=0)
+        s1 += th @ W
+        if loss == "squared":
+            s2 += (th * th) @ W
+    if loss == "squared":
+        mean = s1 / s0
+        hi = np.clip(np.searchsorted(theta, mean), 0, M - 1)
+        lo = np.maximum(hi - 1, 0)
+        e_lo = s0 * theta[lo] ** 2 - 2.0 * s1 * theta[lo] + s2
+        e_hi = s0 * theta[hi] ** 2 - 2.0 * s1 * theta[hi] + s2
+        take_hi = e_hi < e_lo
+        return np.where(take_hi, hi, lo).astype(np.int64), float(np.sum(np.where(take_hi, e_hi, e_lo)))
+    # absolute loss: E[z, k] = theta_k (2 C_k - s0) - (2 CT_k - s1) with C_k, CT_k the sums of W and
+    # W theta over j <= k; it decreases while 2 C_k < s0, so the minimiser is the first k with 2 C_k >= s0
+    choice = np.full(n_obs, M - 1, dtype=np.int64)
+    c_at, ct_at = s0.copy(), s1.copy()
+    open_ = np.ones(n_obs, dtype=bool)
+    C, CT = np.zeros(n_obs), np.zeros(n_obs)
+    for j0 in range(0, M, block):
+        cols = np.nonzero(open_)[0]
+        if cols.size == 0:
+            break
+        j1 = min(M, j0 + block)
+        W = weights(j0, j1)[:, cols]
+        cw = C[cols] + np.cumsum(W, axis=0)
+        cwt = CT[cols] + np.cumsum(W * theta[j0:j1, None], axis=0)
+        reached = 2.0 * cw >= s0[cols]
+        hit = reached.any(axis=0)
+        first = np.argmax(reached, axis=0)[hit]
+        z = cols[hit]
+        choice[z] = j0 + first
+        c_at[z], ct_at[z] = cw[first, hit], cwt[first, hit]
+        open_[z] = False
+        C[cols], CT[cols] = cw[-1], cwt[-1]
+    t = theta[choice]
+    return choice, float(np.sum(t * (2.0 * c_at - s0) - (2.0 * ct_at - s1)))
+
+
 def ubapp_exact(
     K: int,
     eps: float,
@@ -643,6 +987,66 @@ def ubapp_exact(
     beta_prior: tuple[float, float] = (1.0, 1.0),
 ) -> UbappSolution:
     """UBaPP for the Bernoulli example without an LP: geometric mechanism + Bayes remap.
+
+    With ``theta_grid`` this solves the same problem as :func:`ubapp_lp` (same grid, prior and
+    loss) in ``O(K M)`` time and ``O(K + M)`` memory (``M = len(theta_grid)``; :func:`_grid_remap`).
+    With ``theta_grid=None`` it gives the continuous-theta limit for squared loss and a
+    ``Beta(*beta_prior)`` prior (uniform by default) in ``O(K)``: the estimate for noisy count ``z``
+    is the posterior mean ``E[theta | z]`` under the Beta-binomial mixture
+    (:func:`beta_posterior_mean_remap`), ``estimates[z] = E[theta | z]`` and ``P`` is the geometric
+    mechanism itself. Neither builds the ``(K + 1)^2`` matrix: ``P``, ``log_P`` and
+    ``privacy_loss`` are computed when first read (then ``O(K (K + M))``, refused above
+    :data:`MAX_DENSE_ENTRIES` entries). :func:`ubapp_exact_dense` is the dense reference.
+
+    Sizes are checked before anything is allocated: ``K <= MAX_COUNT``, ``M <= MAX_GRID``,
+    ``(K + 1) M <= MAX_GRID_WORK``.
+
+    Privacy: eps-DP for neighbouring counts (post-processing of the truncated geometric
+    mechanism); ``privacy_loss`` verifies it on ``log_P`` when read.
+    """
+    K = check_int("K", K, minimum=1, maximum=MAX_COUNT)
+    eps = check_positive("eps", eps)
+    check_choice("loss", loss, LOSSES)
+    t0 = time.perf_counter()
+    if theta_grid is None:
+        if loss != "squared":
+            raise ValueError("loss must be 'squared' when theta_grid is None (continuous-theta limit)")
+        if prior is not None:
+            raise ValueError("prior must be None when theta_grid is None; use beta_prior=(a, b)")
+        a, b = check_positive("beta_prior[0]", beta_prior[0]), check_positive("beta_prior[1]", beta_prior[1])
+        m_z, risk, p_z = beta_posterior_mean_remap(K, eps, a, b)
+        return _LazyExactSolution(
+            dense_spec=(K, eps, None, K + 1), risk=risk, solver="exact-continuous",
+            solve_seconds=time.perf_counter() - t0, estimates=m_z, eps=eps, info={"p_z": p_z},
+        )
+    if np.size(theta_grid) > MAX_GRID:
+        raise ValueError(f"theta_grid must have at most {MAX_GRID} points (dpbayes.ubapp.MAX_GRID), got {np.size(theta_grid)}")
+    if (K + 1) * np.size(theta_grid) > MAX_GRID_WORK:
+        raise ValueError(
+            f"(K + 1) * len(theta_grid) must be <= {MAX_GRID_WORK:.0e} (dpbayes.ubapp.MAX_GRID_WORK: the solver's "
+            f"O(K M) work), got {(K + 1) * np.size(theta_grid):.3g}"
+        )
+    theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+    pi = uniform_prior(theta) if prior is None else check_distribution("prior", prior, shape=theta.shape)
+    choice, risk = _grid_remap(K, eps, theta, pi, loss)
+    return _LazyExactSolution(
+        dense_spec=(K, eps, choice, theta.size), risk=risk, solver="exact",
+        solve_seconds=time.perf_counter() - t0, estimates=theta, eps=eps, info={"remap": choice},
+    )
+
+
+def ubapp_exact_dense(
+    K: int,
+    eps: float,
+    theta_grid: ArrayLike | None = None,
+    prior: ArrayLike | None = None,
+    loss: str = "squared",
+    beta_prior: tuple[float, float] = (1.0, 1.0),
+) -> UbappSolution:
+    """Dense reference of :func:`ubapp_exact`: the same solution from the ``(K + 1)^2`` matrix ``G``.
+
+    ``O(K^2 + K M)`` time and ``O(K^2 + K M)`` memory; kept as the reference the tests compare
+    the O(K M) solver with (and refused above :data:`MAX_DENSE_ENTRIES` entries).
 
     With ``theta_grid`` this solves the same problem as :func:`ubapp_lp` (same grid, prior and
     loss) in ``O(K^2 + K M)`` operations. With ``theta_grid=None`` it gives the continuous-theta
@@ -656,6 +1060,9 @@ def ubapp_exact(
     K = check_int("K", K, minimum=1)
     eps = check_positive("eps", eps)
     check_choice("loss", loss, LOSSES)
+    check_dense_size("ubapp_exact_dense: G", K + 1, K + 1)
+    if theta_grid is not None:
+        check_dense_size("ubapp_exact_dense: P", K + 1, np.size(theta_grid))
     t0 = time.perf_counter()
     logG = truncated_geometric_logmatrix(K, eps)
     G = np.exp(logG)

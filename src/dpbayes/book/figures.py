@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 import numpy as np
+
+from dpbayes._extras import require
+
+matplotlib = require("matplotlib", "dpbayes.book.figures")
 
 from dpbayes import __version__
 from dpbayes.book._io import atomic_path, atomic_write_text

@@ -1,0 +1,173 @@
+"""Construction time and peak memory of the releases, of ``ubapp_exact`` and of the counting metrics.
+
+Run by hand: ``.venv/bin/python benchmarks/bench_release.py`` (about 10 minutes on 2 cores;
+``--quick`` stops at n = 10**5). Every case runs in a fresh Python process, so that its peak
+memory is its own: the table gives the wall-clock time of the call (best of ``--repeat`` calls in
+that process, 1 for the slow ones) and the growth of the process's peak resident memory over the
+call (``VmHWM`` after minus ``VmRSS`` before, from ``/proc/self/status``). ``new`` is the library
+as it is; ``dense`` the reference each test compares with (the ``(n + 1)^2`` matrix of the
+release and of ``ubapp_exact``, the sums over all ``n + 1`` counts for the counting metrics), run
+where it fits in a few seconds and a few GB. ``MC`` is the paper's Monte Carlo (100,000 runs) of
+chapter 4, printed beside the exact pair. The growth exponent is the slope of log(time) against
+log(n) over the last three sizes of each column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+
+CASES = {
+    # name: (description, sizes of "new", sizes of "dense")
+    "proportion-squared": ("OptimalProportionRelease, Beta(1, 1), squared loss, eps = 1", [10**k for k in range(2, 8)], [100, 1000, 5000]),
+    "proportion-absolute": ("OptimalProportionRelease, Beta(1, 1), absolute loss, eps = 1", [10**k for k in range(2, 7)], [100, 1000]),
+    "count-laplace": ("release_count_laplace (p = 0.3, eps = 1): construction, one draw, exact MAE", [10**k for k in range(2, 8)], [100, 1000, 10**4, 10**5]),
+    "counting-pair": ("exact mean_abs_error + prob_lower_error ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], [100, 1000, 10**4, 10**5]),
+    "counting-mc": ("monte_carlo_metrics, 100,000 runs ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], []),
+    "ubapp-grid": ("ubapp_exact on the paper's 5000-point grid, squared loss, eps = 1 (n = K)", [100, 1000, 5000, 20000], [100, 1000, 5000]),
+}
+
+
+def _status(key: str) -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return float(line.split()[1]) * 1024.0
+    return float("nan")
+
+
+def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
+    """Run one case in this process (called in a child); returns seconds and peak memory growth."""
+    import numpy as np
+
+    from dpbayes import counting, release, ubapp
+
+    def call() -> object:
+        nonlocal n
+        if name == "proportion-squared" or name == "proportion-absolute":
+            loss = "squared" if name.endswith("squared") else "absolute"
+            if variant == "new":
+                return release.OptimalProportionRelease(n, 1.0, loss=loss).bayes_risk
+            ref = release.OptimalProportionRelease.__new__(release.OptimalProportionRelease)
+            ref.n, ref.eps, ref.loss = n, 1.0, loss
+            ref._init_beta_dense(1.0, 1.0)
+            return ref.bayes_risk
+        if name == "count-laplace":
+            if variant == "new":
+                return release.release_count_laplace(int(0.3 * n), n, 1.0, p=0.3).mean_abs_error
+            counting._Posterior.build(n, 0.3, 1.0).mean(np.array([0.3 * n]))  # the old release: all n + 1 counts
+            return counting._exact_metric("mean", n, 0.3, 1.0, "abs", window=False)
+        if name == "counting-pair":
+            window = variant == "new"
+            return counting._exact_metric("mean", n, 0.3, 1.0, "abs", window) + counting._exact_metric("mean", n, 0.3, 1.0, "prob", window)
+        if name == "counting-mc":
+            return counting.monte_carlo_metrics(n, 0.3, 1.0, 100_000, np.random.default_rng(0), estimators=("mean",))["mean"]["mae"]
+        theta = np.linspace(0.0, 1.0, 5000)
+        solve = ubapp.ubapp_exact if variant == "new" else ubapp.ubapp_exact_dense
+        return solve(n, 1.0, theta).risk
+
+    # warm-up at a tiny size: imports (scipy.signal, OpenDP) and first-call costs are not the case's
+    n_case, n = n, 3
+    call()
+    n = n_case
+    times = []
+    rss0 = _status("VmRSS")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        value = call()
+        times.append(time.perf_counter() - t0)
+        if times[-1] > 2.0:
+            break
+    return {"seconds": min(times), "peak_mb": (_status("VmHWM") - rss0) / 1e6, "value": float(value)}  # type: ignore[arg-type]
+
+
+def child(name: str, n: int, variant: str, repeat: int, timeout: float) -> dict[str, float] | None:
+    cmd = [sys.executable, __file__, "--child", json.dumps([name, n, variant, repeat])]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+    except subprocess.TimeoutExpired:
+        return {"seconds": float("inf"), "peak_mb": float("nan"), "value": float("nan")}
+    except subprocess.CalledProcessError as exc:
+        print(f"  {name} n={n} {variant}: failed: {exc.stderr.strip().splitlines()[-1]}", file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def exponent(sizes: list[int], seconds: list[float]) -> str:
+    pts = [(math.log(n), math.log(s)) for n, s in zip(sizes, seconds) if math.isfinite(s) and s > 0][-3:]
+    if len(pts) < 2:
+        return "-"
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    return f"{slope:.2f}"
+
+
+def fmt(res: dict[str, float] | None) -> str:
+    if res is None:
+        return f"{'failed':>21}"
+    if not math.isfinite(res["seconds"]):
+        return f"{'timeout':>21}"
+    return f"{res['seconds']:9.3f} s {res['peak_mb']:7.0f} MB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="stop at n = 10**5")
+    parser.add_argument("--repeat", type=int, default=3, help="calls per case (best kept); 1 above 2 s")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case before it is reported as a timeout")
+    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), help="run only these cases")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        name, n, variant, repeat = json.loads(args.child)
+        print(json.dumps(run_case(name, n, variant, repeat)))
+        return
+    import platform
+
+    print(f"bench_release: {platform.node()} {platform.machine()}, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print("time: best of the calls in a fresh process; memory: growth of the peak RSS over the call")
+    mc: dict[int, dict[str, float] | None] = {}
+    pair: dict[int, float] = {}
+    for name, (what, sizes, dense_sizes) in CASES.items():
+        if args.cases and name not in args.cases:
+            continue
+        if args.quick:
+            sizes = [n for n in sizes if n <= 10**5]
+            dense_sizes = [n for n in dense_sizes if n <= 10**5]
+        print(f"\n== {name}: {what}")
+        print(f"{'n':>10} | {'new':>21} | {'dense reference':>21} | {'dense/new':>9} | value (new; dense)")
+        new_s: list[float] = []
+        dense_s: list[float] = []
+        for n in sizes:
+            res = child(name, n, "new", args.repeat, args.timeout)
+            ref = child(name, n, "dense", args.repeat, args.timeout) if n in dense_sizes else None
+            new_s.append(res["seconds"] if res else float("nan"))
+            if n in dense_sizes and ref is not None:
+                dense_s.append(ref["seconds"])
+            if name == "counting-mc":
+                mc[n] = res
+            ratio = f"{ref['seconds'] / res['seconds']:9.1f}" if res and ref and math.isfinite(ref["seconds"]) else f"{'-':>9}"
+            values = f"{res['value']:.12g}" if res else "-"
+            if ref is not None and math.isfinite(ref["value"]):
+                values += f"; {ref['value']:.12g}"
+            print(f"{n:>10} | {fmt(res)} | {fmt(ref) if n in dense_sizes else f'{chr(45):>21}'} | {ratio} | {values}")
+        print(f"growth exponent (time ~ n^k, last three sizes): new {exponent(sizes, new_s)}, "
+              f"dense {exponent([n for n in sizes if n in dense_sizes], dense_s)}")
+        if name == "counting-pair":
+            pair = dict(zip(sizes, new_s))
+    if mc:
+        print("\n== exact pair (new) beside the paper's Monte Carlo (100,000 runs, ~3 digits)")
+        print(f"{'n':>10} | {'exact pair':>11} | {'MC':>11} | MC/exact")
+        for n, res in mc.items():
+            if res and n in pair:
+                print(f"{n:>10} | {pair[n]:9.3f} s | {res['seconds']:9.3f} s | {res['seconds'] / pair[n]:8.2f}")
+
+
+if __name__ == "__main__":
+    main()

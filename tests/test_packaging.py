@@ -1,0 +1,117 @@
+"""The wheel a practitioner installs: contents, dependencies, and the release example in a fresh venv.
+
+The wheel is built from a copy of the library's files (so that the checkout gets no ``build/`` or
+``*.egg-info``), installed with only the ``release`` extra in a new virtual environment (pip may
+use the package index or its cache), and the first example of using-dpbayes.md is run there, from a
+directory outside the checkout. About 30-60 s, most of it pip.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# what `pip install "dpbayes[release]"` may bring: the core (numpy, scipy), OpenDP and its two
+# small dependencies; pip and setuptools come with the venv itself
+ALLOWED = {"dpbayes", "numpy", "scipy", "opendp", "deprecated", "wrapt", "pip", "setuptools"}
+BOOK_ONLY = {"cvxpy", "matplotlib", "papermill", "nbformat", "dask", "distributed", "pandas", "tqdm", "ipykernel", "jupyter-client"}
+
+pytestmark = pytest.mark.xdist_group("packaging")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("wheel")
+    src = work / "src-copy"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(work), str(src)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    wheels = list(work.glob("dpbayes-*.whl"))
+    assert len(wheels) == 1
+    return wheels[0]
+
+
+def test_wheel_ships_the_library_its_licence_and_no_book(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "dpbayes/release.py" in names and "dpbayes/py.typed" in names
+    assert not [n for n in names if n.startswith("dpbayes/book/")], "the book's machinery works in a checkout only"
+    licences = [n for n in names if re.search(r"\.dist-info/(licenses/)?LICENSE$", n)]
+    assert licences and "MIT License" in zipfile.ZipFile(wheel).read(licences[0]).decode()
+    meta = Parser().parsestr(zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("dist-info/METADATA"))).decode())
+    assert "MIT" in (meta.get("License-Expression") or meta.get("License") or "") or "License :: OSI Approved :: MIT License" in meta.get_all("Classifier", [])
+    core = sorted(r.split(";")[0].strip() for r in meta.get_all("Requires-Dist", []) if "extra ==" not in r)
+    assert core == ["numpy", "scipy"]
+    assert "opendp==0.16.0; extra == \"release\"" in [r.replace("'", '"') for r in meta.get_all("Requires-Dist", [])]
+
+
+def test_checkout_ignores_build_output() -> None:
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert "build/" in ignored and "dist/" in ignored
+
+
+@pytest.mark.slow
+def test_release_extra_in_a_fresh_venv_runs_the_page_example(wheel: Path, tmp_path: Path) -> None:
+    env_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=120)
+    py = str(env_dir / "bin" / "python")
+    done = subprocess.run([py, "-m", "pip", "install", "--quiet", f"{wheel}[release]"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    listed = subprocess.run([py, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, check=True).stdout
+    installed = {line.split("==")[0].lower().replace("_", "-") for line in listed.splitlines() if "==" in line}
+    assert installed <= ALLOWED, f"pip install dpbayes[release] pulled in {sorted(installed - ALLOWED)}"
+    assert not installed & BOOK_ONLY
+
+    # the first example of using-dpbayes.md, run outside the checkout (the installed wheel)
+    page = (ROOT / "using-dpbayes.md").read_text(encoding="utf-8")
+    example = next(code for code in re.findall(r"^```python\n(.*?)^```$", page, re.S | re.M) if "release_proportion" in code)
+    assert len(example.strip().splitlines()) <= 6
+    run = subprocess.run([py, "-c", example], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert re.fullmatch(r"\d+ 0\.\d+ 1\.0 0\.001806\n", run.stdout), run.stdout
+
+    # what is not installed is named with its extra; the book's command says where it works
+    lp = subprocess.run([py, "-c", "from dpbayes import ubapp; ubapp.ubapp_lp(3, 1.0, [0.0, 0.5, 1.0])"],
+                        capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert lp.returncode != 0 and 'pip install "dpbayes[lp]"' in lp.stderr
+    cli = subprocess.run([py, "-m", "dpbayes", "params", "chapters"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert cli.returncode == 1 and "checkout of the book's repository" in cli.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "call", "extra"),
+    [
+        ("cvxpy", lambda: __import__("dpbayes.ubapp").ubapp.ubapp_lp(3, 1.0, [0.0, 0.5, 1.0]), "lp"),
+        ("distributed", lambda: __import__("dpbayes.executors").executors._client_versions(["numpy"]), "dask"),
+        ("opendp", lambda: __import__("dpbayes.release").release.OptimalProportionRelease(3, 1.0), "release"),
+        ("pandas", lambda: __import__("dpbayes.datasets").datasets.county_income(1990), "data"),
+    ],
+)
+def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch, module: str, call, extra: str) -> None:
+    for name in list(sys.modules):
+        if name == module or name.startswith(module + "."):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, module, None)  # "import module" now raises ImportError
+    if module == "opendp":
+        monkeypatch.setitem(sys.modules, "opendp.prelude", None)
+    with pytest.raises(ImportError, match=re.escape(f'pip install "dpbayes[{extra}]"')):
+        call()
+
+
+def test_import_of_the_release_module_does_not_load_scipy_stats() -> None:
+    code = "import sys, dpbayes.release; print('scipy.stats' in sys.modules, 'scipy.optimize' in sys.modules, 'cvxpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
+    assert out.split() == ["False", "False", "False"]
