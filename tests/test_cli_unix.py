@@ -9,7 +9,6 @@ help is plain text with one example per subcommand (the examples themselves are 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess

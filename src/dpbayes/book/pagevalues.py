@@ -34,7 +34,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 __all__ = [
     "GLUE_MIME_PREFIX",
