@@ -15,8 +15,9 @@ PACKAGE = ROOT / "src" / "dpbayes"
 
 
 def science_modules() -> list[str]:
-    """The public science modules: every top-level module (the machinery lives in dpbayes.book)."""
-    return sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in {"__init__", "__main__"})
+    """The public science modules: every top-level module (the machinery lives in dpbayes.book; a
+    module whose name starts with ``_``, such as ``_extras``, is private)."""
+    return sorted(p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("_"))
 
 
 def toc_files() -> set[str]:
