@@ -19,17 +19,19 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpbayes import executors, mcmc, smc, truncation
+from dpbayes import executors, mcmc, smc, smc_baselines, truncation
 from dpbayes.validation import check_choice, check_int, check_positive
 
-__all__ = ["METHODS", "Replicate", "StudyConfig", "run_replicate", "simulation_study"]
+__all__ = ["CREDIBLE_LEVEL", "METHODS", "Replicate", "StudyConfig", "run_replicate", "simulation_study"]
 
+#: Level of the credible intervals a replicate records (beyond the paper).
+CREDIBLE_LEVEL = 0.9
 #: The estimators of the study, in the order the chapter reports them.
 METHODS = ("SMC-adaptive", "SMC-nonadaptive", "MCMC", "exact-SMC-adaptive")
 _STREAM = {"data": 0, "noise": 1, "SMC-adaptive": 2, "SMC-nonadaptive": 3, "MCMC": 4, "exact-SMC-adaptive": 5}
@@ -108,6 +110,11 @@ class Replicate:
     latent_runs : tuple of SMCResult or None
         ``(SMC-adaptive, SMC-nonadaptive)`` results when both ran and ``keep_runs`` was set (for
         the particle plot of the paper's Fig. 1), else None.
+    intervals : dict
+        Method -> equal-tailed 90 % credible intervals ``((mu_lo, mu_hi), (sigma_lo, sigma_hi))``
+        of the final posterior approximation (weighted particle cloud, or the post-burn-in chain;
+        :func:`dpbayes.smc_baselines.credible_interval`). Beyond the paper, which reports point
+        estimates only.
     """
 
     eps_index: int
@@ -115,6 +122,7 @@ class Replicate:
     estimates: dict[str, tuple[float, float]]
     fisher: dict[str, NDArray[np.float64]]
     latent_runs: tuple[smc.SMCResult, smc.SMCResult] | None
+    intervals: dict[str, tuple[tuple[float, float], tuple[float, float]]] = field(default_factory=dict)
 
 
 def run_replicate(config: StudyConfig, eps: float, b: float, eps_index: int, run: int, keep_runs: bool = False) -> Replicate:
@@ -141,36 +149,44 @@ def run_replicate(config: StudyConfig, eps: float, b: float, eps_index: int, run
     ab = (-b, b)
     fixed = config.fixed_interval
     results: dict[str, tuple[tuple[float, float], smc.SMCResult | None]] = {}
+    clouds: dict[str, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]] = {}
     common = dict(n_particles=config.n_particles, noise=noise, store_every=config.store_every)
     if "SMC-adaptive" in config.methods:
         ada = smc.smc_latent(x, eps, streams[_STREAM["SMC-adaptive"]], ab=ab, **common)
         results["SMC-adaptive"] = ((ada.mean_mu[-1], ada.mean_sigma[-1]), ada)
+        clouds["SMC-adaptive"] = (ada.final_mu, ada.final_sigma, ada.final_weights)
     if "SMC-nonadaptive" in config.methods:
         non = smc.smc_latent(x, eps, streams[_STREAM["SMC-nonadaptive"]], fixed_interval=fixed, **common)
         results["SMC-nonadaptive"] = ((non.mean_mu[-1], non.mean_sigma[-1]), None)
+        clouds["SMC-nonadaptive"] = (non.final_mu, non.final_sigma, non.final_weights)
     if "MCMC" in config.methods:  # on the nonadaptive releases, identical to those SMC-nonadaptive saw
         y_fixed, l_fixed, r_fixed = smc.fixed_interval_releases(x, fixed, eps, noise)
         chain = mcmc.rwm_exact(y_fixed, l_fixed, r_fixed, eps, streams[_STREAM["MCMC"]],
                                n_iter=config.mcmc_iter, burn_in=config.mcmc_burn_in)
         results["MCMC"] = ((chain.mean_mu, chain.mean_sigma), None)
+        clouds["MCMC"] = (chain.mu, chain.sigma, None)
     if "exact-SMC-adaptive" in config.methods:
         exa = smc.smc_exact(x, eps, streams[_STREAM["exact-SMC-adaptive"]], ab=ab, **common)
         results["exact-SMC-adaptive"] = ((exa.mean_mu[-1], exa.mean_sigma[-1]), exa)
+        clouds["exact-SMC-adaptive"] = (exa.final_mu, exa.final_sigma, exa.final_weights)
 
     fixed_fisher = config.n * truncation.fisher_information_normal(config.mu_true, config.sigma_true, *fixed, eps)
-    estimates, fisher = {}, {}
+    estimates, fisher, intervals = {}, {}, {}
     for name in METHODS:  # canonical order, whatever the order of config.methods
         if name not in results:
             continue
         point, adaptive_run = results[name]
         estimates[name] = (float(point[0]), float(point[1]))
+        mu_s, sigma_s, w_s = clouds[name]
+        intervals[name] = (smc_baselines.credible_interval(mu_s, w_s, CREDIBLE_LEVEL),
+                           smc_baselines.credible_interval(sigma_s, w_s, CREDIBLE_LEVEL))
         fisher[name] = (fixed_fisher if adaptive_run is None else
                         smc.realised_fisher_information(adaptive_run.lower, adaptive_run.upper,
                                                         config.mu_true, config.sigma_true, eps))
     latent = None
     if keep_runs and {"SMC-adaptive", "SMC-nonadaptive"} <= set(config.methods):
         latent = (ada, non)
-    return Replicate(eps_index, run, estimates, fisher, latent)
+    return Replicate(eps_index, run, estimates, fisher, latent, intervals)
 
 
 def default_b_grid(eps_grid: Sequence[float]) -> list[float]:
