@@ -1,11 +1,12 @@
-"""Tests of dpbayes.smc_baselines: error summaries, credible intervals, baseline designs' information."""
+"""Tests of the baseline and calibration helpers in dpbayes.smc_study: error summaries, credible intervals, baseline designs' information."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from dpbayes import smc, smc_baselines as sb, smc_study, truncation
+from dpbayes import smc, smc_study, truncation
+from dpbayes import smc_study as sb
 
 
 def test_error_summary_known_values() -> None:
