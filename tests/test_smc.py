@@ -173,3 +173,30 @@ def test_fixed_interval_releases_are_the_samplers_releases():
         smc.fixed_interval_releases(x, interval, 0.0, noise)
     with pytest.raises(ValueError, match="interval"):
         smc.fixed_interval_releases(x, (80.0, 20.0), 2.0, noise)
+
+
+def test_smc_latent_author_initialisation_starts_every_particle_at_the_first_release() -> None:
+    # the author's code puts every particle at (y_1, 1); after the first step the posterior mean of mu
+    # is still y_1 exactly (no rejuvenation at t = 1, Gibbs moves start at t = 2)
+    rng = np.random.default_rng(5)
+    x = np.array([3.0, 4.0, 5.0])
+    res = smc.smc_latent(x, 1.0, rng, n_particles=50, fixed_interval=(0.0, 10.0), init="author", store_every=1)
+    assert res.mean_mu[0] == pytest.approx(res.y[0])
+    assert np.allclose(res.stored_sigma[0], 1.0)
+    fixed = smc.smc_latent(x, 1.0, np.random.default_rng(5), n_particles=50, fixed_interval=(0.0, 10.0),
+                           init=(2.0, 4.0), store_every=1)
+    assert fixed.mean_mu[0] == pytest.approx(2.0) and np.allclose(fixed.stored_sigma[0], 2.0)
+
+
+def test_smc_latent_prior_initialisation_is_the_default() -> None:
+    x = np.array([3.0, 4.0, 5.0, 6.0])
+    a = smc.smc_latent(x, 1.0, np.random.default_rng(6), n_particles=40, fixed_interval=(0.0, 10.0))
+    b = smc.smc_latent(x, 1.0, np.random.default_rng(6), n_particles=40, fixed_interval=(0.0, 10.0), init="prior")
+    assert np.array_equal(a.mean_mu, b.mean_mu)
+
+
+@pytest.mark.parametrize("bad", ["mle", (0.0, -1.0), (np.nan, 1.0), (1.0,)])
+def test_smc_latent_rejects_a_bad_init(bad) -> None:
+    with pytest.raises(ValueError, match="init"):
+        smc.smc_latent(np.array([1.0, 2.0]), 1.0, np.random.default_rng(0), n_particles=10, fixed_interval=(0.0, 3.0),
+                       init=bad)

@@ -264,6 +264,7 @@ def smc_latent(
     store_every: int = 20,
     noise: ArrayLike | None = None,
     progress: Progress = None,
+    init: str | tuple[float, float] = "prior",
 ) -> SMCResult:
     """Paper's SMC with latent ``x`` (Algorithms 2 and 4; Algorithm 3 when adaptive).
 
@@ -305,6 +306,10 @@ def smc_latent(
         methods can be fed the same releases); default: fresh draws from ``rng``.
     progress : callable(t, n), optional
         Called after each step (e.g. to update a progress bar).
+    init : "prior", "author" or (mu, sigma^2)
+        Initial particles: draws from the prior (default, as Algorithm 2 implies), every particle at
+        ``(y_1, 1)`` as in the author's MATLAB code (``"author"``; ``y_1`` is the first release), or
+        every particle at the given ``(mu, sigma^2)``.
 
     Returns
     -------
@@ -313,6 +318,17 @@ def smc_latent(
     xs, eps, adaptive = _check_common(x, eps, rng, n_particles, ab, fixed_interval, first_interval, store_every)
     noise_arr = _check_noise(noise, xs.size)
     check_positive("rw_scale", rw_scale)
+    if isinstance(init, str):
+        if init not in ("prior", "author"):
+            raise ValueError(f"init must be 'prior', 'author' or a pair (mu, sigma^2), got {init!r}")
+        init_point = None
+    else:
+        try:
+            init_point = (float(init[0]), float(init[1]))
+        except (TypeError, ValueError, IndexError) as exc:
+            raise ValueError(f"init must be 'prior', 'author' or a pair (mu, sigma^2), got {init!r}") from exc
+        if not np.isfinite(init_point[0]) or not (np.isfinite(init_point[1]) and init_point[1] > 0):
+            raise ValueError(f"init must be a finite mu and a finite sigma^2 > 0, got {init!r}")
     n, N = xs.size, int(n_particles)
 
     y = np.empty(n)
@@ -321,7 +337,9 @@ def smc_latent(
     slope = np.empty(n)  # eps / (r - l): the Laplace log density is -slope * |y - clamp(x)|
     trace = _Trace(n, N, store_every)
 
-    mu, sigma2 = prior.sample(N, rng)
+    mu, sigma2 = prior.sample(N, rng)  # drawn in every case, so that "prior" runs are unchanged
+    if init_point is not None:
+        mu, sigma2 = np.full(N, init_point[0]), np.full(N, init_point[1])
     latent = np.empty((N, n))  # latent[i, k]: particle i's value of x_k
     loglap = np.empty((N, n))  # cached Laplace log-likelihood of each latent x (up to a constant)
     weights = np.full(N, 1.0 / N)
@@ -349,6 +367,8 @@ def smc_latent(
         lower[t], upper[t] = l_t, r_t
         slope[t] = eps / (r_t - l_t)
         y[t] = _release(xs[t], l_t, r_t, eps, rng, noise_arr, t)
+        if t == 0 and init == "author":  # the author's code: every particle at (y_1, 1)
+            mu, sigma2 = np.full(N, y[0]), np.ones(N)
 
         # Rejuvenation (Algorithm 4) targeting the posterior given y_{1:t-1}.
         if t > 0:
