@@ -57,8 +57,8 @@ MAX_N = 10_000_000
 _MAX_DENSE = 2_000_000  # entries of one (y, count) block in posterior_logpmf
 
 
-def _check_model(n: Any, p: Any, eps: Any) -> tuple[int, float, float]:
-    n = check_int("n", n, minimum=1, maximum=MAX_N)
+def _check_model(n: Any, p: Any, eps: Any, max_n: int = MAX_N) -> tuple[int, float, float]:
+    n = check_int("n", n, minimum=1, maximum=max_n)
     p = check_probability("p", p)
     eps = check_positive("eps", eps)
     if np.ndim(p) != 0 or np.ndim(eps) != 0:

@@ -71,12 +71,8 @@ _WINDOW = 45.0  # Laplace decay (in units of 1/eps) beyond which nodes are dropp
 
 
 def _check_model(n: Any, p: Any, eps: Any) -> tuple[int, float, float]:
-    n = check_int("n", n, minimum=1, maximum=MAX_N_RISK)
-    p = check_probability("p", p)
-    eps = check_positive("eps", eps)
-    if np.ndim(p) != 0 or np.ndim(eps) != 0:
-        raise ValueError("p and eps must be scalars")
-    return n, float(p), float(eps)
+    # the checks of dpbayes.counting, with this module's smaller bound on n
+    return ct._check_model(n, p, eps, max_n=MAX_N_RISK)
 
 
 def _check_prior(prior: Any, concentration: Any) -> tuple[str, float | None]:
