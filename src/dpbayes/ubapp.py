@@ -978,6 +978,15 @@ def _grid_remap(
     return choice, float(np.sum(t * (2.0 * c_at - s0) - (2.0 * ct_at - s1)))
 
 
+def _continuous_limit_prior(loss: str, prior: Any, beta_prior: tuple[float, float]) -> tuple[float, float]:
+    """The Beta prior's parameters of the continuous-theta limit (``theta_grid=None``), checked."""
+    if loss != "squared":
+        raise ValueError("loss must be 'squared' when theta_grid is None (continuous-theta limit)")
+    if prior is not None:
+        raise ValueError("prior must be None when theta_grid is None; use beta_prior=(a, b)")
+    return check_positive("beta_prior[0]", beta_prior[0]), check_positive("beta_prior[1]", beta_prior[1])
+
+
 def ubapp_exact(
     K: int,
     eps: float,
@@ -1009,11 +1018,7 @@ def ubapp_exact(
     check_choice("loss", loss, LOSSES)
     t0 = time.perf_counter()
     if theta_grid is None:
-        if loss != "squared":
-            raise ValueError("loss must be 'squared' when theta_grid is None (continuous-theta limit)")
-        if prior is not None:
-            raise ValueError("prior must be None when theta_grid is None; use beta_prior=(a, b)")
-        a, b = check_positive("beta_prior[0]", beta_prior[0]), check_positive("beta_prior[1]", beta_prior[1])
+        a, b = _continuous_limit_prior(loss, prior, beta_prior)
         m_z, risk, p_z = beta_posterior_mean_remap(K, eps, a, b)
         return _LazyExactSolution(
             dense_spec=(K, eps, None, K + 1), risk=risk, solver="exact-continuous",
@@ -1068,11 +1073,7 @@ def ubapp_exact_dense(
     G = np.exp(logG)
     nb = chain_neighbours(K + 1)
     if theta_grid is None:
-        if loss != "squared":
-            raise ValueError("loss must be 'squared' when theta_grid is None (continuous-theta limit)")
-        if prior is not None:
-            raise ValueError("prior must be None when theta_grid is None; use beta_prior=(a, b)")
-        a, b = check_positive("beta_prior[0]", beta_prior[0]), check_positive("beta_prior[1]", beta_prior[1])
+        a, b = _continuous_limit_prior(loss, prior, beta_prior)
         y = np.arange(K + 1)
         p_y = stats.betabinom.pmf(y, K, a, b)
         post_mean = (a + y) / (a + b + K)
