@@ -338,7 +338,7 @@ def hand_typed_numbers(text: str, allowed_values: Iterable[float] = (), *, small
     Allowed (CONTRIBUTING.md, "Numbers on pages"): anything inside code, roles (citations, glued
     values, cross-references) and link targets; years (1900-2099); what follows a reference word
     (``Fig. 3``, ``§5.5``, ``eq. (11)``, ``Thm 2.3``, ``Figs. 3-4``); a digit attached to a word
-    (``01b``, ``K3``, ``2-core``... no: ``2-core`` is a small integer); integers up to ``small``
+    (``01b``, ``K3``); integers up to ``small``
     (counting words, formula constants: ``1/(6(K+2))``); and values in ``allowed_values`` (the
     declared parameter values of the notebooks, so that "K = 100" or "ε = 0.001" may be written).
     """

@@ -867,7 +867,6 @@ def setup(app: Any) -> dict[str, Any]:
                    options: Any = None, content: Any = None) -> tuple[list[Any], list[Any]]:
         """``{glued}`ref::key```: myst-nb's cross-document ``{glue:text}`` for a notebook named
         by the start of its file name (``dpbayes.book.pagevalues``)."""
-        from docutils import nodes
         from myst_nb.ext.glue.utils import PendingGlueReferenceError, create_pending_glue_ref
 
         document = inliner.document
@@ -886,7 +885,7 @@ def setup(app: Any) -> dict[str, Any]:
             msg = inliner.reporter.warning(str(exc), line=lineno)
             problem = inliner.problematic(rawtext, rawtext, msg)
             return [problem], [msg]
-        return [pending if isinstance(pending, nodes.Node) else nodes.Text(str(pending))], []
+        return [pending], []
 
     def _check_mathjax_path(app: Any, config: Any) -> None:
         path = str(config.mathjax_path or "")
