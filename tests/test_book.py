@@ -379,3 +379,31 @@ def test_claim_rows_get_the_ids_the_dashboard_links_to() -> None:
 
     ids = [row["ids"] for row in doctree.findall(nodes.row) if row["ids"]]
     assert ids == [["claim-1"], ["claim-2"]]
+
+
+def test_evidence_column_is_parsed_and_shown() -> None:
+    """An optional "Evidence" column (exact / Monte Carlo / stored run) reaches the dashboard; "—" when absent."""
+    text = (
+        "## Claims\n\n| Claim (source §) | Measured | Verdict | Evidence | Why |\n|---|---|---|---|---|\n"
+        "| A (§2) | 0.5 | reproduced | exact | fine |\n"
+        "| B (§3) | 0.7 | refuted | Monte Carlo (N = 10^5, s.e. {glued}`09a::se`) | see [09a](09a-toy.ipynb) |\n"
+        "| C (§4) | 0.9 | partly | | |\n"
+    )
+    assert book.claims_columns(["Claim (source §)", "Measured", "Verdict", "Evidence", "Why"]) == {
+        "claim": 0, "measured": 1, "verdict": 2, "why": 4, "evidence": 3}
+    # without "Why", the last column is not mistaken for it when it is the evidence
+    assert book.claims_columns(["Claim", "Verdict", "Evidence"])["why"] == -1
+    assert book.claims_columns(["Claim", "Measured", "Verdict", "Why"])["evidence"] == -1
+    ch = book.parse_claims_tables(text, "chapters/09-toy")
+    assert [c.evidence for c in ch.claims] == ["exact", "Monte Carlo (N = 10^5, s.e. {glued}`09a::se`)", ""]
+    assert [c.why for c in ch.claims] == ["fine", "see [09a](09a-toy.ipynb)", ""]
+    md = book.verdicts_markdown([ch])
+    assert "| | Claim (source §) | Verdict | Evidence |" in md
+    rows = [line for line in md.splitlines() if "#claim-" in line]
+    assert rows[0].endswith("| exact |")
+    assert rows[1].endswith("| Monte Carlo (N = 10^5, s.e. {glued}`/chapters/09-toy/09a::se`) |"), rows[1]
+    assert rows[2].endswith("| — |")
+    assert book.table_row_problems(md) == []
+    # a table without the column: every evidence cell is "—"
+    md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "One", None, [book.Claim("c", "m", "reproduced", "w")])])
+    assert [line for line in md.splitlines() if "#claim-" in line][0].endswith("| — |")

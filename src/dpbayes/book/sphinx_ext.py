@@ -143,11 +143,13 @@ def table_row_problems(text: str) -> list[str]:
 
 
 def claims_columns(header: list[str]) -> dict[str, int] | None:
-    """Column index of claim / measured / verdict / why in a claims-table header, or ``None``.
+    """Column index of claim / measured / verdict / why / evidence in a claims-table header, or ``None``.
 
-    The format of CONTRIBUTING.md is ``| Claim (source §) | Measured | Verdict | Why |``; columns
-    are found by their first word, so extra columns (or ``Claim (notes §)``) are tolerated. A
-    table needs a "Claim" and a "Verdict" column; "Why" falls back to the last column.
+    The format of CONTRIBUTING.md is ``| Claim (source §) | Measured | Verdict | Why |``, with an
+    optional ``Evidence`` column (what the verdict rests on: "exact", "Monte Carlo (N = 10^5,
+    s.e. ...)", "stored run <label>"); columns are found by their first word, so extra columns
+    (or ``Claim (notes §)``) are tolerated. A table needs a "Claim" and a "Verdict" column; "Why"
+    falls back to the last column that is none of the others. A missing column is ``-1``.
     """
     names = [h.strip("*_ ").lower() for h in header]
 
@@ -158,11 +160,12 @@ def claims_columns(header: list[str]) -> dict[str, int] | None:
     if claim is None or verdict is None:
         return None
     measured = find("measured")
+    evidence = find("evidence")
     why = find("why")
-    if why is None and len(names) - 1 not in (claim, verdict, measured):
+    if why is None and len(names) - 1 not in (claim, verdict, measured, evidence):
         why = len(names) - 1
     return {"claim": claim, "measured": -1 if measured is None else measured, "verdict": verdict,
-            "why": -1 if why is None else why}
+            "why": -1 if why is None else why, "evidence": -1 if evidence is None else evidence}
 
 
 def _is_claims_header(header: list[str]) -> bool:
@@ -210,6 +213,8 @@ class Claim:
     # the verdict cell with its glued values filled in from the stored notebook outputs (a verdict
     # that a rule decides is a ``{glued}`` word): what the dashboard classifies
     verdict_text: str | None = None
+    # the optional "Evidence" cell: exact / Monte Carlo (N, s.e.) / stored run <label>
+    evidence: str = ""
 
     @property
     def kind(self) -> str:
@@ -250,7 +255,8 @@ def parse_claims_tables(text: str, folder: str) -> ChapterClaims:
             if not any(row):
                 continue
             get = lambda key: row[cols[key]] if 0 <= cols[key] < len(row) else ""  # noqa: E731
-            result.claims.append(Claim(get("claim"), get("measured"), get("verdict"), get("why")))
+            result.claims.append(Claim(get("claim"), get("measured"), get("verdict"), get("why"),
+                                       evidence=get("evidence")))
     return result
 
 
@@ -363,11 +369,12 @@ def chapter_dropdown(ch: ChapterClaims) -> list[str]:
     counts = {v: sum(c.kind == v for c in ch.claims) for v in (*VERDICT_ORDER, "other")}
     summary = ", ".join(f"{n} {VERDICT_MARK[v]}" for v, n in counts.items() if n)
     lines = ["", f"::::{{dropdown}} {chapter_label(ch.folder, ch.title)}: {len(ch.claims)} claims ({summary})",
-             "| | Claim (source §) | Verdict |", "|---|---|---|"]
+             "| | Claim (source §) | Verdict | Evidence |", "|---|---|---|---|"]
     for k, c in enumerate(ch.claims, start=1):
         # raw HTML: a Markdown link to a non-heading anchor would be checked (and missed) by MyST
         link = f'<a href="{ch.folder}/index.html#{CLAIM_ROW_ID.format(k)}">{k}</a>'
-        lines.append(f"| {link} | {_cell(rebase_links(c.claim, ch.folder))} | {_cell(verdict_cell(c, ch.folder))} |")
+        lines.append(f"| {link} | {_cell(rebase_links(c.claim, ch.folder))} | {_cell(verdict_cell(c, ch.folder))} "
+                     f"| {_cell(rebase_links(c.evidence, ch.folder))} |")
     lines.extend(["::::", ""])
     return lines
 
