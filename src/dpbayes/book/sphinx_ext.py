@@ -29,10 +29,12 @@ Stacked tables
     then shows each row as a block of labelled lines instead of side-by-side columns (Chapter 2's
     verdict table: five columns of long text and formulas).
 Author-year bibliography
-    The text cites author-year (``bibtex_reference_style: author_year``); the pybtex style
-    ``dpbayes-author-year`` (``bibtex_default_style``), registered here, is pybtex's "plain" with
-    labels of the same form ("Naldi and D'Acquisto, 2014", "Dwork et al., 2006"), so the
-    bibliography page shows what the text cites.
+    The text cites author-year; the pybtex style ``dpbayes-author-year`` (``bibtex_default_style``),
+    registered here, is pybtex's "plain" with labels of the same form ("Naldi and D'Acquisto,
+    2014", "Dwork et al., 2006", "Lakshminarayanan et al., 2023a" when two labels would be
+    equal), and the reference style of the same name (``bibtex_reference_style``) is
+    sphinxcontrib-bibtex's ``author_year`` with the year read from that label, so the text cites
+    "(Lakshminarayanan et al., 2023a)" exactly as the bibliography page lists the work.
 MathJax
     ``mathjax_path`` must be a local path (relative to ``_static``). After the HTML build, the
     MathJax 3 distribution shipped by the PyPI package ``django-static-mathjax`` (Apache-2.0) is
@@ -806,6 +808,91 @@ def register_author_year_style() -> None:
     register_plugin("pybtex.style.formatting", "dpbayes-author-year", AuthorYearStyle, force=True)
 
 
+def year_of_label(label: str, year: str) -> str:
+    """The year as the bibliography label shows it: ``"2023a"`` for ``"Lakshminarayanan et al., 2023a"``.
+
+    The label style (:func:`author_year_labels`) adds "a", "b", ... after the year of equal labels;
+    the in-text citation must show the same suffix. A label that does not end in the year (plus
+    letters) gives ``year`` unchanged.
+    """
+    m = re.search(r"(?:^|\s)(\S+)$", label)
+    if m and re.fullmatch(re.escape(year) + r"[a-z]*", m.group(1)):
+        return m.group(1)
+    return year
+
+
+def register_author_year_reference_style() -> None:
+    """Register the sphinxcontrib-bibtex reference style ``dpbayes-author-year``.
+
+    sphinxcontrib-bibtex's ``author_year`` style prints the entry's ``year`` field, so two works of
+    the same authors and year are both cited "(Lakshminarayanan et al., 2023)" while the
+    bibliography lists them as "2023a" and "2023b". This style is ``author_year`` with the year
+    taken from the formatted entry's label (:func:`year_of_label`): in-text citations and the
+    bibliography agree. Selected by ``bibtex_reference_style: dpbayes-author-year`` in ``_config.yml``.
+    """
+    import dataclasses
+
+    from pybtex.richtext import Text
+    from pybtex.style.template import node
+    from sphinxcontrib.bibtex.plugin import register_plugin
+    from sphinxcontrib.bibtex.style.referencing import GroupReferenceStyle
+    from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
+    from sphinxcontrib.bibtex.style.referencing.basic_author_year import (
+        BasicAuthorYearParentheticalReferenceStyle,
+        BasicAuthorYearTextualReferenceStyle,
+    )
+    from sphinxcontrib.bibtex.style.referencing.extra_year import ExtraYearReferenceStyle
+    from sphinxcontrib.bibtex.style.template import join, join2, post_text, pre_text, reference
+    from sphinxcontrib.bibtex.style.template import year as plain_year
+
+    @node
+    def labelled_year(children: Any, data: dict[str, Any]) -> Any:
+        assert not children
+        text = str(plain_year.format_data(data))
+        entry = data.get("formatted_entry")
+        return Text(year_of_label(str(getattr(entry, "label", "") or ""), text))
+
+    @dataclasses.dataclass
+    class Parenthetical(BasicAuthorYearParentheticalReferenceStyle):
+        def inner(self, role_name: str) -> Any:
+            return join2(sep1=self.pre_text_sep, sep2=self.post_text_sep)[
+                pre_text,
+                reference[join(sep=self.author_year_sep)[
+                    self.person.author_or_editor_or_title(full="s" in role_name), labelled_year]],
+                post_text,
+            ]
+
+    @dataclasses.dataclass
+    class Textual(BasicAuthorYearTextualReferenceStyle):
+        def inner(self, role_name: str) -> Any:
+            return join(sep=self.text_reference_sep)[
+                self.person.author_or_editor_or_title(full="s" in role_name),
+                join[self.bracket.left,
+                     join2(sep1=self.pre_text_sep, sep2=self.post_text_sep)[pre_text, reference[labelled_year], post_text],
+                     self.bracket.right],
+            ]
+
+    @dataclasses.dataclass
+    class YearOnly(ExtraYearReferenceStyle):
+        def inner(self, role_name: str) -> Any:
+            return reference[labelled_year]
+
+    swap = {BasicAuthorYearParentheticalReferenceStyle: Parenthetical,
+            BasicAuthorYearTextualReferenceStyle: Textual, ExtraYearReferenceStyle: YearOnly}
+
+    @dataclasses.dataclass
+    class DpbayesAuthorYearReferenceStyle(AuthorYearReferenceStyle):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            self.styles = [swap[type(style)](**{f.name: getattr(style, f.name) for f in dataclasses.fields(style)})
+                           if type(style) in swap else style for style in self.styles]
+            self.role_style = {}
+            GroupReferenceStyle.__post_init__(self)
+
+    register_plugin("sphinxcontrib.bibtex.style.referencing", "dpbayes-author-year",
+                    DpbayesAuthorYearReferenceStyle, force=True)
+
+
 def sphinx_section_numbering() -> Any:
     """Sphinx's own ``TocTreeCollector.assign_section_numbers``, even after an extension replaced it.
 
@@ -826,6 +913,7 @@ def setup(app: Any) -> dict[str, Any]:
     from sphinx.environment.collectors.toctree import TocTreeCollector
 
     register_author_year_style()
+    register_author_year_reference_style()
 
     def _root(directive: Directive) -> Path:
         return Path(directive.state.document.settings.env.srcdir)
