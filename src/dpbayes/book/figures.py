@@ -117,7 +117,43 @@ COLUMN_WIDTH_IN = BOOK_COLUMN_PX / STYLE["figure.dpi"]
 book's text sizes (7 pt and up) stay at least :data:`MIN_FONT_PX` on screen."""
 
 
-def column_subplots(nrows: int = 1, ncols: int = 1, *, panel_height_in: float = 3.2, **kwargs: Any) -> tuple[Any, Any]:
+DISPLAYED_IMAGE_PX = 688
+"""Widest an output image is shown without scaling in a 1300 px window (measured in Chromium: the
+notebook cell's output box minus its padding). An inline PNG wider than this is scaled down
+(``tests/browser_reader.py``, "figure downscaled")."""
+
+INLINE_PAD_IN = 0.1
+"""Padding IPython's inline backend adds around a figure: it saves with ``bbox_inches="tight"`` and
+matplotlib's default ``pad_inches``, so the PNG a notebook shows is the figure's tight bounding
+box plus this much on each side, not ``figsize`` (a 6.8 in column figure typically becomes 691 px)."""
+
+
+def inline_width_px(fig: Any) -> int:
+    """Width in pixels of the PNG a notebook shows for ``fig`` (IPython's inline backend: tight
+    bounding box plus :data:`INLINE_PAD_IN`, at the figure's dpi). Draws the figure."""
+    import io
+    import struct
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight", pad_inches=INLINE_PAD_IN, dpi=fig.dpi,
+                metadata={"Software": None})
+    return int(struct.unpack(">I", buf.getvalue()[16:20])[0])  # IHDR width
+
+
+def column_fit(fig: Any, column_px: float = DISPLAYED_IMAGE_PX) -> dict[str, Any]:
+    """Drawn width of ``fig`` as the notebook shows it against the width it is displayed at.
+
+    Returns ``{"drawn_px", "column_px", "downscaled_by_px", "fits"}``; ``fits`` is false when the
+    book would scale the image down (its labels then shrink with it). Use it in a figure cell while
+    redrawing (``assert column_fit(fig)["fits"]``) or to pick ``width_px`` of :func:`column_subplots`.
+    """
+    drawn = inline_width_px(fig)
+    return {"drawn_px": drawn, "column_px": json_float(column_px),
+            "downscaled_by_px": json_float(max(0.0, drawn - column_px)), "fits": drawn <= column_px}
+
+
+def column_subplots(nrows: int = 1, ncols: int = 1, *, panel_height_in: float = 3.2, width_px: float | None = None,
+                    **kwargs: Any) -> tuple[Any, Any]:
     """``plt.subplots`` sized to the book's text column, so that nothing is scaled down.
 
     Figures of several panels were drawn wide and shown shrunk to the column, which made their
@@ -131,6 +167,10 @@ def column_subplots(nrows: int = 1, ncols: int = 1, *, panel_height_in: float = 
         panels with short labels.
     panel_height_in : float
         Height of each row of panels in inches.
+    width_px : float, optional
+        Width of the figure in pixels instead of the column's :data:`BOOK_COLUMN_PX` (at most that):
+        narrower, so that the PNG the notebook shows (tight bounding box plus padding, see
+        :func:`column_fit`) is not wider than :data:`DISPLAYED_IMAGE_PX`.
     **kwargs
         Passed on to ``matplotlib.pyplot.subplots`` (``sharex``, ``squeeze``, ...).
     """
@@ -140,7 +180,12 @@ def column_subplots(nrows: int = 1, ncols: int = 1, *, panel_height_in: float = 
         raise ValueError(f"nrows and ncols must be integers >= 1, got nrows={nrows!r}, ncols={ncols!r}")
     if not (isinstance(panel_height_in, (int, float)) and 0 < panel_height_in <= 10):
         raise ValueError(f"panel_height_in must be in (0, 10] inches, got {panel_height_in!r}")
-    return plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH_IN, panel_height_in * nrows), **kwargs)
+    width_in = COLUMN_WIDTH_IN
+    if width_px is not None:
+        if not (isinstance(width_px, (int, float)) and 100 <= width_px <= BOOK_COLUMN_PX):
+            raise ValueError(f"width_px must be in [100, {BOOK_COLUMN_PX}] pixels, got {width_px!r}")
+        width_in = width_px / STYLE["figure.dpi"]
+    return plt.subplots(nrows, ncols, figsize=(width_in, panel_height_in * nrows), **kwargs)
 
 
 def legend_below(fig: Any, *, ncol: int = 2, fontsize: float | None = None) -> Any:
