@@ -407,3 +407,15 @@ def test_evidence_column_is_parsed_and_shown() -> None:
     # a table without the column: every evidence cell is "—"
     md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "One", None, [book.Claim("c", "m", "reproduced", "w")])])
     assert [line for line in md.splitlines() if "#claim-" in line][0].endswith("| — |")
+
+
+def test_open_verdicts_get_their_own_column_only_when_present() -> None:
+    assert book.normalise_verdict("**Open** (needs the paper-scale run)") == "open"
+    assert book.normalise_verdict("partly reproduced") == "partly"
+    assert book.normalise_verdict("holds") == "reproduced"
+    closed = book.ChapterClaims("chapters/01-x", "One", None, [book.Claim("c", "m", "reproduced", "w")])
+    assert "○ open" not in book.verdicts_markdown([closed])
+    md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "One", None, [
+        book.Claim("c", "m", "reproduced", "w"), book.Claim("d", "m", "open", "w")])])
+    assert "| ○ open |" in md and "| [Ch. 1: One](chapters/01-x/index.md) | 2 | 1 | 0 | 0 | 0 | 0 | 1 |" in md
+    assert "{bdg-primary}`○ open`" in md and "2 claims (1 ✓, 1 ○)" in md

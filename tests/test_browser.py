@@ -498,7 +498,7 @@ READER_PENDING: dict[tuple[str, str], str] = {
     ("chapters/03-adaptive-truncation/03c-real-income.html", "alt text is a file path"): "1 image(s) without mystnb.image.alt metadata",
     ("chapters/03-adaptive-truncation/03c-real-income.html", "code cell left unfolded"): "3 cell(s), see PENDING of tests/test_folding.py",
     ("chapters/03-adaptive-truncation/index.html", "unresolved reference: a label shown as code instead of a link: `fig-fisher-scores`"):
-        "_fisher-claims.md writes (Fig. `fig-fisher-scores`): make it {numref}`fig-fisher-scores` (chapter 3 branch)",
+        "_fisher-claims.md writes (Fig. `fig-fisher-scores`): {numref}`fig-03-adaptive-truncation-fig-fisher-scores` (chapter 3 branch)",
     ("chapters/03-adaptive-truncation/index.html", "figure downscaled: Fig. 3.2 "): "drawn 900 px wide: redraw with column_subplots",
     ("chapters/03-adaptive-truncation/index.html", "figure downscaled: Fig. 3.4 "): "drawn 900 px wide: redraw with column_subplots",
     ("chapters/03-adaptive-truncation/index.html", "alt text is a file path"): "4 image(s) without mystnb.image.alt metadata",

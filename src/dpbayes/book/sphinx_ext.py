@@ -61,10 +61,14 @@ from dpbayes.book.pagevalues import rebase_glued, resolve_glued_text, resolve_no
 CLAIMS_HEADER = ("claim", "measured", "verdict", "why")
 VERDICT_ORDER = ("reproduced", "partly", "corrected", "not reproduced", "refuted")
 # plain symbols present in common text fonts (emoji fonts are often missing, e.g. headless Chromium)
-VERDICT_MARK = {"reproduced": "✓", "partly": "◐", "corrected": "✎", "not reproduced": "✗", "refuted": "⊘", "other": "?"}
+VERDICT_MARK = {"reproduced": "✓", "partly": "◐", "corrected": "✎", "not reproduced": "✗", "refuted": "⊘",
+                "open": "○", "other": "?"}
+# kinds shown in the dashboard's summary only when some claim has them
+VERDICT_OPTIONAL = ("open", "other")
 # sphinx-design badge roles of the dashboard, one colour per verdict
 VERDICT_BADGE = {"reproduced": "bdg-success", "partly": "bdg-warning", "corrected": "bdg-info",
-                 "not reproduced": "bdg-secondary", "refuted": "bdg-danger", "other": "bdg-light"}
+                 "not reproduced": "bdg-secondary", "refuted": "bdg-danger", "open": "bdg-primary",
+                 "other": "bdg-light"}
 CLAIM_ROW_ID = "claim-{}"  # id of the n-th row (from 1) of a chapter page's claims tables
 AUDIT_NOTEBOOK = "chapters/privacy-audit.ipynb"
 MATHJAX_KEEP = ("core.js", "loader.js", "startup.js")  # top-level files kept besides the bundle in use
@@ -184,11 +188,12 @@ def slugify(title: str) -> str:
 
 
 def normalise_verdict(text: str) -> str:
-    """One of ``VERDICT_ORDER`` (or ``other``) for a verdict cell like ``**Partly** (see below)``.
+    """One of ``VERDICT_ORDER``, ``open`` or ``other`` for a verdict cell like ``**Partly** (see below)``.
 
     Besides the five verdicts of CONTRIBUTING.md ("refuted": the book shows the claim false; "not
-    reproduced": the book could not obtain it), the wording "holds" (reproduced), "holds only ..."
-    (partly) and "fails" (not reproduced) is understood; "corrected" anywhere wins.
+    reproduced": the book could not obtain it) and "open" (the book cannot decide yet), the wording
+    "holds" (reproduced), "holds only ..." (partly) and "fails" (not reproduced) is understood;
+    "corrected" anywhere wins.
     """
     low = re.sub(r"[*_`]", "", text).strip().lower()
     if "corrected" in low:
@@ -201,6 +206,8 @@ def normalise_verdict(text: str) -> str:
         return "partly"
     if low.startswith(("reproduced", "holds", "confirmed", "yes")):
         return "reproduced"
+    if low.startswith(("open", "undecided")):
+        return "open"
     return "other"
 
 
@@ -332,8 +339,7 @@ def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, a
         out.append("No chapter has been written yet.")
     else:
         kinds = list(VERDICT_ORDER)
-        if any(c.kind == "other" for ch in chapters for c in ch.claims):
-            kinds.append("other")
+        kinds += [k for k in VERDICT_OPTIONAL if any(c.kind == k for ch in chapters for c in ch.claims)]
         out.append("| Chapter | Claims | " + " | ".join(f"{VERDICT_MARK[v]} {v}" for v in kinds) + " |")
         out.append("|---|---|" + "---|" * len(kinds))
         for ch in chapters:
@@ -368,7 +374,7 @@ def verdict_cell(claim: Claim, folder: str) -> str:
 
 def chapter_dropdown(ch: ChapterClaims) -> list[str]:
     """One chapter's claims as a collapsed section: each row links to its row on the chapter page."""
-    counts = {v: sum(c.kind == v for c in ch.claims) for v in (*VERDICT_ORDER, "other")}
+    counts = {v: sum(c.kind == v for c in ch.claims) for v in (*VERDICT_ORDER, *VERDICT_OPTIONAL)}
     summary = ", ".join(f"{n} {VERDICT_MARK[v]}" for v, n in counts.items() if n)
     lines = ["", f"::::{{dropdown}} {chapter_label(ch.folder, ch.title)}: {len(ch.claims)} claims ({summary})",
              "| | Claim (source §) | Verdict | Evidence |", "|---|---|---|---|"]
