@@ -35,22 +35,12 @@ NOTEBOOKS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "chapters").r
 # chapter). Each entry may still fail; empty this set after those branches are merged. An entry
 # that already passes fails the test below (so the set cannot go stale).
 PENDING = {
-    "chapters/01-ubapp/01a-lp-and-exact-solver.ipynb",  # chapter 1 presentation branch
-    "chapters/01-ubapp/01b-mse-vs-eps.ipynb",
-    "chapters/01-ubapp/01c-mse-vs-K.ipynb",
-    "chapters/01-ubapp/01d-heatmaps.ipynb",
-    "chapters/01-ubapp/01e-beyond-the-paper.ipynb",
     "chapters/02-posterior-release/02a-sensitivity-privacy.ipynb",  # chapter 2 branch (issue 24)
     "chapters/02-posterior-release/02b-accuracy.ipynb",
     "chapters/02-posterior-release/02c-notes-claims.ipynb",
     "chapters/03-adaptive-truncation/03a-fisher-intervals.ipynb",  # chapter 3 branch (issue 25)
     "chapters/03-adaptive-truncation/03b-smc-simulated.ipynb",
     "chapters/03-adaptive-truncation/03c-real-income.ipynb",
-    "chapters/04-counting-queries/04a-out-of-range.ipynb",  # chapter 4 presentation branch
-    "chapters/04-counting-queries/04b-bayes-vs-naive.ipynb",
-    "chapters/04-counting-queries/04c-beyond-the-paper.ipynb",
-    "chapters/04-counting-queries/04d-fixed-counts-and-wrong-priors.ipynb",
-    "chapters/privacy-audit.ipynb",  # audit presentation branch
 }
 
 

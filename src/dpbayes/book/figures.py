@@ -56,6 +56,10 @@ STYLE: dict[str, Any] = {
     "image.cmap": "viridis",
     "svg.hashsalt": "dpbayes",
     "path.simplify": False,
+    # IPython's inline backend saves with bbox_inches="tight" and this padding: 0.1 in (matplotlib's
+    # default) made a column-wide figure 691 px, scaled down into the 688 px output box.
+    # (The stored PNGs are saved without a tight box, so this does not change them.)
+    "savefig.pad_inches": 0.02,
 }
 
 
@@ -122,10 +126,11 @@ DISPLAYED_IMAGE_PX = 688
 notebook cell's output box minus its padding). An inline PNG wider than this is scaled down
 (``tests/browser_reader.py``, "figure downscaled")."""
 
-INLINE_PAD_IN = 0.1
+INLINE_PAD_IN = STYLE["savefig.pad_inches"]
 """Padding IPython's inline backend adds around a figure: it saves with ``bbox_inches="tight"`` and
-matplotlib's default ``pad_inches``, so the PNG a notebook shows is the figure's tight bounding
-box plus this much on each side, not ``figsize`` (a 6.8 in column figure typically becomes 691 px)."""
+the style's ``savefig.pad_inches``, so the PNG a notebook shows is the figure's tight bounding box
+plus this much on each side, not ``figsize`` (with matplotlib's default 0.1 in a 6.8 in column
+figure became 691 px; with 0.02 in it is at most 684 px)."""
 
 
 def inline_width_px(fig: Any) -> int:
