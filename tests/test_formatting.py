@@ -94,3 +94,28 @@ def test_no_bare_index():
 def test_float_format_is_applied_like_pandas():
     df = pd.DataFrame({"x": [0.123456, 12345.678], "n": [1, 20]})
     assert markdown_table(df, ".3g") == df.to_markdown(index=False, floatfmt=".3g")
+
+
+def test_reader_table_typesets_headers_and_booleans_and_keeps_one_format_per_column() -> None:
+    import pandas as pd
+
+    from dpbayes.book.formatting import reader_table
+
+    text = reader_table(pd.DataFrame({"eps": [0.1, 1.0], "MSE <= bound": [True, False],
+                                      "small": [4.1e-5, 0.3], "plain": [0.1234567, 0.5]}))
+    header, _, first, second = text.splitlines()
+    assert r"$\varepsilon$" in header and r"MSE $\le$ bound" in header
+    assert "True" not in text and "False" not in text
+    assert "yes" in first and "no" in second
+    # the column with a 4e-5 gets an exponent in every row, not only where it is needed
+    assert "4.100e-05" in first and "3.000e-01" in second
+    assert "0.1235" in first and "0.5" in second and "e-0" not in first.split("|")[4]
+
+
+def test_reader_table_refuses_what_is_not_a_dataframe() -> None:
+    import pytest
+
+    from dpbayes.book.formatting import reader_table
+
+    with pytest.raises(TypeError, match="df must be a pandas DataFrame"):
+        reader_table([[1, 2]])

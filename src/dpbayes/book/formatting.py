@@ -1,6 +1,6 @@
 """Text for numbers that are shown to readers: no digit the computation cannot stand behind.
 
-Pure functions (no I/O); the notebooks use them for table cells whose value is known only to a
+Pure functions (no I/O; :func:`show_table` only displays); the notebooks use them for table cells whose value is known only to a
 stated accuracy (an LP solver's tolerance, a difference of two equal quantities), and
 :func:`markdown_table` for every table a notebook shows.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from dpbayes.validation import check_int, check_positive
 
-__all__ = ["format_to_accuracy", "markdown_table", "escape_cell", "MISSING"]
+__all__ = ["format_to_accuracy", "markdown_table", "reader_table", "show_table", "escape_cell", "MISSING"]
 
 MISSING = "\u2014"
 """What a table cell without a value shows (an em dash); the notebook says what it means."""
@@ -107,6 +107,56 @@ def markdown_table(df: Any, floatfmt: str | Sequence[str] = ".4g", *, index: boo
     headers = [_escape_cell(str(c)) for c in table.columns]
     rows = [[_cell(v) for v in row] for row in table.itertuples(index=False, name=None)]
     return tabulate(rows, headers=headers, tablefmt="pipe", floatfmt=floatfmt, missingval=missing)
+
+
+EXPONENT_BELOW = 1e-4
+EXPONENT_FROM = 1e4
+"""A float column with any nonzero magnitude below :data:`EXPONENT_BELOW` or from
+:data:`EXPONENT_FROM` up is printed with an exponent in every row (``.3e``), never mixed."""
+
+
+def reader_table(df: Any, floatfmt: str = ".4g") -> str:
+    """:func:`markdown_table` of ``df`` in the book's table style (issue 27).
+
+    - headers typeset: the word ``eps`` becomes $\\varepsilon$ and ``<=`` becomes $\\le$;
+    - boolean columns read ``yes`` / ``no`` (never Python's ``True`` / ``False``);
+    - one number format per column: ``floatfmt`` unless some value of the column needs an
+      exponent (see :data:`EXPONENT_BELOW`), then ``.3e`` for the whole column.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+    floatfmt : str
+        Format of float columns that need no exponent.
+
+    Returns
+    -------
+    str
+        Markdown, to be shown with ``IPython.display.Markdown``.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if not isinstance(floatfmt, str):
+        raise TypeError(f"floatfmt must be a format string such as '.4g', got {type(floatfmt).__name__}")
+    df = df.rename(columns=lambda c: re.sub(r"\beps\b", r"$\\varepsilon$", str(c)).replace("<=", r"$\le$"))
+    df = df.apply(lambda s: s.map({True: "yes", False: "no"}) if s.dtype == bool else s)
+    formats = []
+    for column in df.columns:
+        values = df[column].to_numpy(dtype=float) if df[column].dtype.kind == "f" else np.array([])
+        magnitudes = np.abs(values[np.isfinite(values) & (values != 0)])
+        needs_exponent = magnitudes.size and (magnitudes.min() < EXPONENT_BELOW or magnitudes.max() >= EXPONENT_FROM)
+        formats.append(".3e" if needs_exponent else floatfmt)
+    return markdown_table(df, formats)
+
+
+def show_table(df: Any, floatfmt: str = ".4g") -> None:
+    """Show :func:`reader_table` of ``df`` as a notebook output (the one display helper here)."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(reader_table(df, floatfmt)))
 
 
 def _cell(value: Any) -> Any:
