@@ -53,6 +53,7 @@ test: lint unit notebooks figures notebooks-narrow figures-narrow browser
 # ruff with the rule set of pyproject.toml ([tool.ruff.lint]: syntax errors and pyflakes)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy src/dpbayes
 
 unit: $(STAMP) $(BOOK_STAMP)
 	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --ignore=tests/test_browser.py

@@ -3,7 +3,7 @@
 Run by hand: ``.venv/bin/python benchmarks/bench_release.py`` (about 10 minutes on 2 cores;
 ``--quick`` stops at n = 10**5). Every case runs in a fresh Python process, so that its peak
 memory is its own: the table gives the wall-clock time of the call (best of ``--repeat`` calls in
-that process, 1 for the slow ones) and the growth of the process's peak resident memory over the
+that process, 1 for the slow ones; the process's CPU time beside it, which a loaded machine inflates less) and the growth of the process's peak resident memory over the
 call (``VmHWM`` after minus ``VmRSS`` before, from ``/proc/self/status``). ``new`` is the library
 as it is; ``dense`` the reference each test compares with (the ``(n + 1)^2`` matrix of the
 release and of ``ubapp_exact``, the sums over all ``n + 1`` counts for the counting metrics), run
@@ -24,7 +24,8 @@ import time
 CASES = {
     # name: (description, sizes of "new", sizes of "dense")
     "proportion-squared": ("OptimalProportionRelease, Beta(1, 1), squared loss, eps = 1", [10**k for k in range(2, 8)], [100, 1000, 5000]),
-    "proportion-absolute": ("OptimalProportionRelease, Beta(1, 1), absolute loss, eps = 1", [10**k for k in range(2, 7)], [100, 1000]),
+    "proportion-absolute": ("OptimalProportionRelease, Beta(1, 1), absolute loss, eps = 1", [10**k for k in range(2, 8)], [100, 1000]),
+    "proportion-absolute-window": ("the same by the per-z window method (the previous O(n/eps) code, kept as reference)", [10**k for k in range(2, 6)], []),
     "count-laplace": ("release_count_laplace (p = 0.3, eps = 1): construction, one draw, exact MAE", [10**k for k in range(2, 8)], [100, 1000, 10**4, 10**5]),
     "counting-pair": ("exact mean_abs_error + prob_lower_error ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], [100, 1000, 10**4, 10**5]),
     "counting-mc": ("monte_carlo_metrics, 100,000 runs ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], []),
@@ -48,6 +49,8 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
 
     def call() -> object:
         nonlocal n
+        if name == "proportion-absolute-window":
+            return release.beta_posterior_median_remap_window(n, 1.0, 1.0, 1.0)[1]
         if name == "proportion-squared" or name == "proportion-absolute":
             loss = "squared" if name.endswith("squared") else "absolute"
             if variant == "new":
@@ -59,9 +62,11 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
         if name == "count-laplace":
             if variant == "new":
                 return release.release_count_laplace(int(0.3 * n), n, 1.0, p=0.3).mean_abs_error
+            counting._model_posterior.cache_clear()
             counting._Posterior.build(n, 0.3, 1.0).mean(np.array([0.3 * n]))  # the old release: all n + 1 counts
             return counting._exact_metric("mean", n, 0.3, 1.0, "abs", window=False)
         if name == "counting-pair":
+            counting._model_posterior.cache_clear()  # each timed call builds its posterior (shared by the pair)
             window = variant == "new"
             return counting._exact_metric("mean", n, 0.3, 1.0, "abs", window) + counting._exact_metric("mean", n, 0.3, 1.0, "prob", window)
         if name == "counting-mc":
@@ -71,18 +76,21 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
         return solve(n, 1.0, theta).risk
 
     # warm-up at a tiny size: imports (scipy.signal, OpenDP) and first-call costs are not the case's
+    import scipy.signal  # noqa: F401  (the windowed paths import it lazily, above n = 2000)
+
     n_case, n = n, 3
     call()
     n = n_case
-    times = []
+    times, cpu = [], []
     rss0 = _status("VmRSS")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         value = call()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         if times[-1] > 2.0:
             break
-    return {"seconds": min(times), "peak_mb": (_status("VmHWM") - rss0) / 1e6, "value": float(value)}  # type: ignore[arg-type]
+    return {"seconds": min(times), "cpu_seconds": min(cpu), "peak_mb": (_status("VmHWM") - rss0) / 1e6, "value": float(value)}  # type: ignore[arg-type]
 
 
 def child(name: str, n: int, variant: str, repeat: int, timeout: float) -> dict[str, float] | None:
@@ -97,6 +105,17 @@ def child(name: str, n: int, variant: str, repeat: int, timeout: float) -> dict[
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def exponent(sizes: list[int], seconds: list[float]) -> str:
     pts = [(math.log(n), math.log(s)) for n, s in zip(sizes, seconds) if math.isfinite(s) and s > 0][-3:]
     if len(pts) < 2:
@@ -109,10 +128,10 @@ def exponent(sizes: list[int], seconds: list[float]) -> str:
 
 def fmt(res: dict[str, float] | None) -> str:
     if res is None:
-        return f"{'failed':>21}"
+        return f"{'failed':>36}"
     if not math.isfinite(res["seconds"]):
-        return f"{'timeout':>21}"
-    return f"{res['seconds']:9.3f} s {res['peak_mb']:7.0f} MB"
+        return f"{'timeout':>36}"
+    return f"{res['seconds']:9.3f} s {res['peak_mb']:7.0f} MB ({res.get('cpu_seconds', float('nan')):.3f} s CPU)"
 
 
 def main() -> None:
@@ -121,19 +140,32 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="calls per case (best kept); 1 above 2 s")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per case before it is reported as a timeout")
     parser.add_argument("--cases", nargs="+", choices=sorted(CASES), help="run only these cases")
+    parser.add_argument("--json", help="also write every measurement, with the machine and the date, to this file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         name, n, variant, repeat = json.loads(args.child)
         print(json.dumps(run_case(name, n, variant, repeat)))
         return
+    import os
     import platform
 
+    import numpy
+    import scipy
+
+    started = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    machine = {
+        "node": platform.node(), "machine": platform.machine(), "processor": _cpu_model(), "cpus": os.cpu_count(),
+        "load_average_at_start": list(os.getloadavg()), "python": platform.python_version(),
+        "numpy": numpy.__version__, "scipy": scipy.__version__,
+    }
+    record: dict[str, object] = {"started_utc": started, "machine": machine, "args": vars(args), "cases": {}}
     print(f"bench_release: {platform.node()} {platform.machine()}, Python {platform.python_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {os.getloadavg()[0]:.1f}")
     print("time: best of the calls in a fresh process; memory: growth of the peak RSS over the call")
     mc: dict[int, dict[str, float] | None] = {}
     pair: dict[int, float] = {}
+    pair_cpu: dict[int, float] = {}
     for name, (what, sizes, dense_sizes) in CASES.items():
         if args.cases and name not in args.cases:
             continue
@@ -141,7 +173,7 @@ def main() -> None:
             sizes = [n for n in sizes if n <= 10**5]
             dense_sizes = [n for n in dense_sizes if n <= 10**5]
         print(f"\n== {name}: {what}")
-        print(f"{'n':>10} | {'new':>21} | {'dense reference':>21} | {'dense/new':>9} | value (new; dense)")
+        print(f"{'n':>10} | {'new':>36} | {'dense reference':>36} | {'dense/new':>9} | value (new; dense)")
         new_s: list[float] = []
         dense_s: list[float] = []
         for n in sizes:
@@ -156,17 +188,25 @@ def main() -> None:
             values = f"{res['value']:.12g}" if res else "-"
             if ref is not None and math.isfinite(ref["value"]):
                 values += f"; {ref['value']:.12g}"
-            print(f"{n:>10} | {fmt(res)} | {fmt(ref) if n in dense_sizes else f'{chr(45):>21}'} | {ratio} | {values}")
+            print(f"{n:>10} | {fmt(res)} | {fmt(ref) if n in dense_sizes else f'{chr(45):>36}'} | {ratio} | {values}")
+            rows = record["cases"].setdefault(name, {"what": what, "rows": []})  # type: ignore[attr-defined]
+            rows["rows"].append({"n": n, "new": res, "dense": ref})
+            if args.json:  # written after every row: a long run that is stopped keeps what it measured
+                record["finished_utc"] = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+                with open(args.json, "w") as fh:
+                    json.dump(record, fh, indent=1, default=str)
         print(f"growth exponent (time ~ n^k, last three sizes): new {exponent(sizes, new_s)}, "
               f"dense {exponent([n for n in sizes if n in dense_sizes], dense_s)}")
         if name == "counting-pair":
             pair = dict(zip(sizes, new_s))
+            pair_cpu = {r["n"]: r["new"].get("cpu_seconds", float("nan")) for r in record["cases"][name]["rows"] if r["new"]}  # type: ignore[index]
     if mc:
         print("\n== exact pair (new) beside the paper's Monte Carlo (100,000 runs, ~3 digits)")
-        print(f"{'n':>10} | {'exact pair':>11} | {'MC':>11} | MC/exact")
+        print(f"{'n':>10} | {'exact pair':>11} | {'MC':>11} | MC/exact | CPU: exact pair, MC, MC/exact")
         for n, res in mc.items():
             if res and n in pair:
-                print(f"{n:>10} | {pair[n]:9.3f} s | {res['seconds']:9.3f} s | {res['seconds'] / pair[n]:8.2f}")
+                cpu = f"{pair_cpu[n]:.3f} s, {res['cpu_seconds']:.3f} s, {res['cpu_seconds'] / pair_cpu[n]:.2f}"
+                print(f"{n:>10} | {pair[n]:9.3f} s | {res['seconds']:9.3f} s | {res['seconds'] / pair[n]:8.2f} | {cpu}")
 
 
 if __name__ == "__main__":

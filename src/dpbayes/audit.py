@@ -75,8 +75,9 @@ class ExactAudit:
     eps : float
         ``max log P(o | x) / P(o | x')`` over the audited neighbour pairs and outputs; ``inf``
         when some output has positive probability under ``x`` and probability zero under ``x'``.
-    x, x_prime : int
-        The maximising ordered pair of input indices (numerator, denominator).
+    x, x_prime : int or float
+        The maximising ordered pair of inputs (numerator, denominator): indices for a matrix,
+        input values for a density.
     output : int or float
         The maximising output (column index for a matrix, output value for a density).
     n_pairs : int
@@ -84,8 +85,8 @@ class ExactAudit:
     """
 
     eps: float
-    x: int
-    x_prime: int
+    x: float  # an index (int) for a matrix, an input value for a density
+    x_prime: float
     output: Any
     n_pairs: int
 
@@ -523,9 +524,11 @@ def _event_counts(events: list[tuple[str, Any]], values: NDArray[Any], labels: N
         if kind == "set":
             counts[i] = label_counts[arg].sum()  # type: ignore[index]
         elif kind == "ge":
-            counts[i] = sorted_vals.size - np.searchsorted(sorted_vals, arg, side="left")  # type: ignore[union-attr]
+            assert sorted_vals is not None  # "ge"/"le" events exist only for numeric 1-d values (narrows for mypy)
+            counts[i] = sorted_vals.size - np.searchsorted(sorted_vals, arg, side="left")
         else:
-            counts[i] = np.searchsorted(sorted_vals, arg, side="right")  # type: ignore[arg-type]
+            assert sorted_vals is not None
+            counts[i] = np.searchsorted(sorted_vals, arg, side="right")
     return counts
 
 
@@ -747,7 +750,7 @@ def statistical_search(
 # book's mechanisms (those live in the chapters' modules).
 
 
-def _reference_laplace_count(count: ArrayLike, eps: float, rng: np.random.Generator, size: int, *, scale_factor: float = 1.0) -> NDArray[np.float64]:
+def _reference_laplace_count(count: float, eps: float, rng: np.random.Generator, size: int, *, scale_factor: float = 1.0) -> NDArray[np.float64]:
     """Count + Laplace(scale_factor / eps): eps-DP for sensitivity 1 iff scale_factor >= 1."""
     return float(count) + rng.laplace(0.0, scale_factor / eps, size)
 
@@ -999,7 +1002,7 @@ def _audit_ubapp(eps: float, K: int, n_theta: int) -> list[AuditRow | _Pending]:
                 ex = exact_privacy_loss(sol.P, "adjacent", input_axis=1)
             PT = np.asarray(sol.P).T
             draw, values = _matrix_sampler(PT), np.asarray(sol.estimates)
-            st = (lambda y, g, s, draw=draw, values=values: values[draw(y, g, s)], ex.x, ex.x_prime)
+            st: tuple[Callable[..., Any], Any, Any] = (lambda y, g, s, draw=draw, values=values: values[draw(y, g, s)], ex.x, ex.x_prime)
             rows.append(_Pending(label, used, eps, eps, "exact", ex,
                              f"y={ex.x} vs y'={ex.x_prime}, estimate {sol.estimates[ex.output]:.4g}", st,
                              f"K={K}, {n_theta}-point grid; sampled from its matrix"))
@@ -1098,10 +1101,10 @@ def _audit_posterior_release_multi(eps: float, n: int) -> list[AuditRow | _Pendi
         ex = exact_privacy_loss(np.vstack(logs), pairs, log_probabilities=True)
         claimed = float(pr.proven_epsilon(m, eps, n, prior))
         st = (lambda c, g, s, m=m: pr.sample_release(m, np.asarray(c), eps, prior, g, s),
-              tuple(int(v) for v in datasets[ex.x]), tuple(int(v) for v in datasets[ex.x_prime]))
+              tuple(int(v) for v in datasets[int(ex.x)]), tuple(int(v) for v in datasets[int(ex.x_prime)]))
         note = f"n={n}, Dirichlet(1, 1, 1) prior, all {len(datasets)} data sets; " + (
             "no DP claim in Ch. 2" if not np.isfinite(claimed) else f"Ch. 2's proven eps: {claimed:.4g}")
-        worst = (f"x={tuple(int(v) for v in datasets[ex.x])} vs x'={tuple(int(v) for v in datasets[ex.x_prime])}, "
+        worst = (f"x={tuple(int(v) for v in datasets[int(ex.x)])} vs x'={tuple(int(v) for v in datasets[int(ex.x_prime)])}, "
                  f"released {tuple(int(v) for v in support[ex.output])}")
         rows.append(_Pending(f"{m} (3 categories)", used, eps, claimed, "exact", ex, worst, st, note))
     return rows
@@ -1149,7 +1152,7 @@ def _audit_counting(eps: float, n: int) -> list[AuditRow | _Pending]:
         mech = _require("mechanisms", "laplace_count", "laplace_count_logpdf")
         # kinks of the log ratio sit at the counts themselves
         ex = density_privacy_loss(lambda y, c: mech.laplace_count_logpdf(y, c, eps), counts, counts, "adjacent")
-        st = (lambda c, g, s: mech.laplace_count(np.full(s, int(c)), eps, g), int(ex.x), int(ex.x_prime))
+        st: tuple[Callable[..., Any], Any, Any] = (lambda c, g, s: mech.laplace_count(np.full(s, int(c)), eps, g), int(ex.x), int(ex.x_prime))
         rows.append(_Pending(name, used, eps, eps, "analytic (density)", ex, f"c={int(ex.x)} vs c'={int(ex.x_prime)}, output {ex.output:.4g}", st))
     except _Unavailable as exc:
         rows.append(_unavailable_row(name, used, eps, str(exc)))

@@ -18,6 +18,8 @@ metrics: the posterior, hence every Bayes estimate, is constant for ``y <= 0`` a
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,8 +191,12 @@ def _support(n: int, p: float, eps: float, around: float | None = None) -> tuple
     if p in (0.0, 1.0):
         return (0, 0) if p == 0.0 else (n, n)
 
+    log_p, log_q, lg_n = math.log(p), math.log1p(-p), math.lgamma(n + 1.0)
+
     def h(c: int) -> float:
-        value = float(stats.binom.logpmf(c, n, p))
+        # the binomial log-pmf by lgamma: only the window's edges depend on it (at e^-92 of the mode),
+        # where its ~n log n ulps of rounding do not matter; 100x faster than scipy.stats per scalar
+        value = lg_n - math.lgamma(c + 1.0) - math.lgamma(n - c + 1.0) + c * log_p + (n - c) * log_q
         return value if around is None else value - eps * abs(around - c)
 
     lo, hi = 0, n
@@ -439,6 +445,10 @@ def marginal_density(y: ArrayLike, n: int, p: float, eps: float) -> NDArray[np.f
 # ---------------------------------------------------------------------------------------------
 
 _SUBDIV = 8  # sub-intervals per unit interval scanned for break points (at least 2 eps)
+#: The same on the prior's window (n > 2000): 8-point Gauss-Legendre on pieces of width <= 1/4 (and
+#: <= 1/(2 eps)) of an integrand smooth on the scale 1/eps between break points; measured against 8
+#: per unit: within 4.4e-13 relative at n = 10**6, and the naive MAE = 1/eps to 8e-14 (was 2.4e-13).
+_SUBDIV_WINDOW = 4
 _GAUSS = np.polynomial.legendre.leggauss(8)
 _BISECT_STEPS = 44  # halves a sub-interval (<= 1/8) down to ~1e-14
 
@@ -479,7 +489,8 @@ def _mean_turning_points(post: _Posterior) -> NDArray[np.float64]:
 def _pieces(post: _Posterior, name: str, metric: str) -> NDArray[np.float64]:
     """Break points of the integrand on ``[0, n]``: a fine grid plus bisected label changes."""
     # features of the posterior have width ~1/eps: scan more finely for large eps
-    subdiv = int(min(64, max(_SUBDIV, np.ceil(2 * post.eps))))
+    full = post.c0 == 0 and post.m == post.n
+    subdiv = int(min(64, max(_SUBDIV if full else _SUBDIV_WINDOW, np.ceil(2 * post.eps))))
     y_lo, y_hi = _response_window(post)
     grid = np.linspace(y_lo, y_hi, (y_hi - y_lo) * subdiv + 1)
     lab = _labels(post, name, grid, metric)
@@ -572,8 +583,15 @@ def _response_window(post: _Posterior) -> tuple[int, int]:
 _PIECES_PER_BLOCK = 1 << 15  # 262,144 quadrature nodes per block of the exact metrics
 
 
+@functools.lru_cache(maxsize=4)
+def _model_posterior(n: int, p: float, eps: float, window: bool) -> _Posterior:
+    """:meth:`_Posterior.build` for the prior-averaged metrics, kept for the next metric of the same model
+    (``mean_abs_error`` and ``prob_lower_error`` of one model share it; read-only)."""
+    return _Posterior.build(n, p, eps, window)
+
+
 def _exact_metric(estimator: str, n: int, p: float, eps: float, metric: str, window: bool = True) -> float:
-    post = _Posterior.build(n, p, eps, window)
+    post = _model_posterior(n, p, eps, window)
     edges = _pieces(post, estimator, metric)
     a, b = edges[:-1], edges[1:]
     nodes, weights = _GAUSS
@@ -602,7 +620,8 @@ def mean_abs_error(estimator: str, n: int, p: float, eps: float) -> float:
     Parameters
     ----------
     estimator : {"naive", "clamped", "mean", "median"}
-    n, p, eps : model as in :func:`bayes_estimate` (``n <= 100000``; cost O(n)).
+    n, p, eps : model as in :func:`bayes_estimate` (``n <= MAX_N = 10**7``; cost ``O(n)`` up to ``n = 2000``,
+        then ``O(sqrt(n p (1 - p)) + log(n) / eps)`` on the prior's effective support).
     """
     estimator = check_choice("estimator", estimator, ESTIMATORS)
     n, p, eps = _check_model(n, p, eps)

@@ -116,6 +116,7 @@ def prior_logpmf(n: int, p: float, prior: str = "binomial", concentration: float
         return stats.binom.logpmf(k, n, p)
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must lie in (0, 1) for the beta-binomial prior, got {p}")
+    assert concentration is not None  # _check_prior gives the beta-binomial prior a concentration
     return stats.betabinom.logpmf(k, n, concentration * p, concentration * (1.0 - p))
 
 
@@ -258,8 +259,9 @@ def _laplace_cdf(x: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
     return np.where(x < 0, 0.5 * np.exp(eps * np.minimum(x, 0.0)), 1.0 - 0.5 * np.exp(-eps * np.maximum(x, 0.0)))
 
 
-def _loss(loss: str, a: NDArray[np.float64], m: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.abs(a - m) if loss == "abs" else (a - m) ** 2
+def _loss(loss: str, a: NDArray[np.floating[Any]] | NDArray[np.integer[Any]] | float, m: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    d = np.asarray(a, dtype=float) - np.asarray(m, dtype=float)
+    return np.abs(d) if loss == "abs" else d**2
 
 
 def fixed_count_risk(

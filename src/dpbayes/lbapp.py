@@ -144,7 +144,7 @@ def clipped_lbapp_estimate(y: NDArray[np.int64], K: int, eps: float, rng: np.ran
 
 
 def _beta_binomial_weights(K: int, a: float, b: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    y = np.arange(K + 1)
+    y = np.arange(K + 1, dtype=float)
     return stats.betabinom.pmf(y, K, a, b), (y + a) / (K + a + b)
 
 

@@ -236,12 +236,13 @@ def fixed_interval_releases(
     x = np.asarray(x, dtype=float)
     if noise is None:
         raise ValueError("noise is required: an array of standard Laplace draws, one per individual")
-    noise = _check_noise(noise, x.size)
+    draws = _check_noise(noise, x.size)
+    assert draws is not None  # checked above; narrows the Optional for mypy
     eps = check_positive("eps", eps)
     lower, upper = float(interval[0]), float(interval[1])
     if not lower < upper:
         raise ValueError(f"interval must satisfy lower < upper, got {interval!r}")
-    y = np.clip(x, lower, upper) + (upper - lower) * noise / eps
+    y = np.clip(x, lower, upper) + (upper - lower) * draws / eps
     return y, np.full(x.size, lower), np.full(x.size, upper)
 
 
@@ -357,12 +358,14 @@ def smc_latent(
 
         # Interval for individual t.
         if adaptive:
+            assert ab is not None  # _check_common: adaptive means ab was given (narrows for mypy)
             if t == 0:
                 l_t, r_t = first_interval if first_interval is not None else ab
             else:
                 j = rng.integers(N)  # one particle after resampling = a draw from eq. (8)
                 l_t, r_t = _interval_from_particle(mu[j], np.sqrt(sigma2[j]), ab)
         else:
+            assert fixed_interval is not None  # _check_common: nonadaptive means fixed_interval was given
             l_t, r_t = fixed_interval
         lower[t], upper[t] = l_t, r_t
         slope[t] = eps / (r_t - l_t)
@@ -490,12 +493,14 @@ def smc_exact(
     for t in range(n):
         weights = np.exp(logw - logsumexp(logw))
         if adaptive:
+            assert ab is not None  # _check_common: adaptive means ab was given (narrows for mypy)
             if t == 0:
                 l_t, r_t = first_interval if first_interval is not None else ab
             else:
                 j = rng.choice(N, p=weights)
                 l_t, r_t = _interval_from_particle(mu[j], np.exp(log_sigma[j]), ab)
         else:
+            assert fixed_interval is not None  # _check_common: nonadaptive means fixed_interval was given
             l_t, r_t = fixed_interval
         lower[t], upper[t] = l_t, r_t
         y[t] = _release(xs[t], l_t, r_t, eps, rng, noise_arr, t)

@@ -152,7 +152,7 @@ def run_replicate(config: StudyConfig, eps: float, b: float, eps_index: int, run
     fixed = config.fixed_interval
     results: dict[str, tuple[tuple[float, float], smc.SMCResult | None]] = {}
     clouds: dict[str, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]] = {}
-    common = dict(n_particles=config.n_particles, noise=noise, store_every=config.store_every)
+    common: dict[str, Any] = dict(n_particles=config.n_particles, noise=noise, store_every=config.store_every)
     if "SMC-adaptive" in config.methods:
         ada = smc.smc_latent(x, eps, streams[_STREAM["SMC-adaptive"]], ab=ab, **common)
         results["SMC-adaptive"] = ((ada.mean_mu[-1], ada.mean_sigma[-1]), ada)

@@ -331,7 +331,7 @@ def _panel_edges(eps_max: float, sigma_over_width: float) -> FloatArray:
     """
     step = min(0.25, sigma_over_width, 2.0 / eps_max)
     n_uniform = int(np.ceil(1.0 / max(step, 1.0 / 400)))
-    edges = [np.linspace(0.0, 1.0, n_uniform + 1)]
+    edges: list[NDArray[np.floating[Any]]] = [np.linspace(0.0, 1.0, n_uniform + 1)]
     uniform_step = 1.0 / n_uniform
     fine = 0.25 / eps_max
     if fine < uniform_step:

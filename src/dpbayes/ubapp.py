@@ -874,15 +874,15 @@ class _LazyExactSolution(UbappSolution):
         assert self._dense is not None
         return self._dense
 
-    @property  # type: ignore[override]
+    @property
     def P(self) -> NDArray[np.float64]:
         return self._build()[0]
 
-    @property  # type: ignore[override]
+    @property
     def log_P(self) -> NDArray[np.float64]:
         return self._build()[1]
 
-    @property  # type: ignore[override]
+    @property
     def privacy_loss(self) -> float:
         if self._privacy_loss is None:
             K, eps = self._dense_spec[0], self._dense_spec[1]

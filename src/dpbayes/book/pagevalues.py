@@ -194,7 +194,7 @@ class GluedRef:
 
 def glued_references(text: str) -> list[GluedRef]:
     """Every ``{glued}`` role of a page's Markdown text, in order."""
-    refs = []
+    refs: list[GluedRef] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         refs.extend(GluedRef(m.group("ref").strip(), m.group("key").strip(), lineno) for m in _ROLE_RE.finditer(line))
     return refs

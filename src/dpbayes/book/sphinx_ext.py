@@ -908,6 +908,7 @@ def sphinx_section_numbering() -> Any:
     import importlib.util
 
     spec = importlib.util.find_spec("sphinx.environment.collectors.toctree")
+    assert spec is not None and spec.loader is not None  # Sphinx is installed (narrows for mypy)
     fresh = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fresh)
     return fresh.TocTreeCollector.assign_section_numbers
@@ -1028,7 +1029,8 @@ def setup(app: Any) -> dict[str, Any]:
 
     def _sphinx_section_numbers(app: Any) -> None:
         if not app.config.use_multitoc_numbering:
-            TocTreeCollector.assign_section_numbers = sphinx_section_numbering()
+            # restores Sphinx's own method, which sphinx-multitoc-numbering replaced on the class
+            TocTreeCollector.assign_section_numbers = sphinx_section_numbering()  # type: ignore[method-assign]
 
     def _mark_outdated(app: Any, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
         # pages that hold a directive are rebuilt whenever any chapter page or notebook changes
