@@ -904,7 +904,7 @@ def verdict(calibrated_eps: float, claimed_eps: float, audited_eps: float, stati
     """Verdict of one audit row.
 
     * ``"VIOLATED"``: a finite claim is exceeded by the exact/analytic loss (by more than
-      :data:`CLAIM_ATOL`) or by the statistical lower bound -- the test suite fails on it;
+      ``CLAIM_ATOL`` = 1e-9) or by the statistical lower bound -- the test suite fails on it;
     * ``"not eps-DP as calibrated"``: no claim is violated, but the loss exceeds the eps the
       mechanism is calibrated for (a flagged finding, reported with the measured loss);
     * ``"holds"``: the loss is within the calibrated eps (and the claim);

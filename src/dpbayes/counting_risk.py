@@ -198,7 +198,7 @@ class PriorPosterior:
 def make_estimator(
     estimator: str, n: int, p: float, eps: float, prior: str = "binomial", concentration: float | None = None
 ) -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
-    """The function ``y -> m(y)`` of one of :data:`RISK_ESTIMATORS` built with prior parameter ``p``.
+    """The function ``y -> m(y)`` of one of ``RISK_ESTIMATORS`` ("naive", "mean", "median") built with prior parameter ``p``.
 
     ``naive``: ``y``; ``mean``/``median``: posterior mean/median under ``prior`` (for the
     binomial prior exactly :func:`dpbayes.counting.estimate`). ``p`` is the analyst's value, which

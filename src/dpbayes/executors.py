@@ -146,7 +146,7 @@ def connect(scheduler: str, timeout: float | None = None) -> Iterator[Any]:
 
     ``local:N`` starts a ``LocalCluster`` of N single-threaded worker processes for the duration.
     Raises :class:`SchedulerError` (one line) when the scheduler is unreachable within ``timeout``
-    seconds (default :data:`CONNECT_TIMEOUT`), no worker connects within ``timeout`` seconds, or a worker's versions differ.
+    seconds (default ``CONNECT_TIMEOUT`` = 10), no worker connects within ``timeout`` seconds, or a worker's versions differ.
     """
     distributed = require("distributed", "dpbayes.executors (a Dask cluster)")
 

@@ -998,7 +998,7 @@ def ubapp_exact(
     """UBaPP for the Bernoulli example without an LP: geometric mechanism + Bayes remap.
 
     With ``theta_grid`` this solves the same problem as :func:`ubapp_lp` (same grid, prior and
-    loss) in ``O(K M)`` time and ``O(K + M)`` memory (``M = len(theta_grid)``; :func:`_grid_remap`).
+    loss) in ``O(K M)`` time and ``O(K + M)`` memory (``M = len(theta_grid)``; the private ``_grid_remap``).
     With ``theta_grid=None`` it gives the continuous-theta limit for squared loss and a
     ``Beta(*beta_prior)`` prior (uniform by default) in ``O(K)``: the estimate for noisy count ``z``
     is the posterior mean ``E[theta | z]`` under the Beta-binomial mixture
