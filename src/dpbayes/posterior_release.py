@@ -107,6 +107,10 @@ __all__ = [
     "optimal_release_bayes_exact",
     "release_risks",
     "is_monotone_loss",
+    "NOTES_STATEMENTS",
+    "notes_statement_checks",
+    "MinimaxRelease",
+    "optimal_release_minimax",
 ]
 
 LAPLACE_MECHANISMS = ("LSDim", "LSHist")
@@ -1014,3 +1018,318 @@ def optimal_release_bayes_exact(
     return ReleaseLP(P=P, value=float(pi @ per_x), solver_value=float("nan"), privacy_loss=_binary_log_loss(P), repair_weight=0.0,
                      per_x=per_x, info={"loss": loss, "objective": "bayes", "n": n, "eps": eps,
                                         "monotone_loss": is_monotone_loss(L), "remap": np.asarray(sol.info["remap"])})
+
+
+# -- every statement of notes §2 as exact margins, for any number of categories ----------------------
+#: Keys of :func:`notes_statement_checks`, in the order of the notes (and of chapter 2's 02c summary).
+NOTES_STATEMENTS = (
+    "cor252_lshist_good",
+    "thm22_strict",
+    "thm22_elap",
+    "cor252_rg_size",
+    "cor252_ehd_bound",
+    "cor252_ehd_bound_gs",
+    "thm23_t_le_mk",
+    "thm23_c1",
+    "thm25_lshist_sym",
+    "thm25_lshist_one",
+    "thm25_ehdnotes_lower",
+    "thm25_ehdnotes_upper_sym",
+    "thm25_ehdnotes_upper_one",
+    "thm25_ehd_upper_one",
+    "thm25_ehdl_lower",
+    "thm25_ehdl_upper",
+    "cor251",
+)
+#: Statements written with a strict inequality (checked as ``margin > 0``; the others ``margin >= -1e-12``).
+_STRICT_STATEMENTS = frozenset(
+    {"thm25_ehdnotes_lower", "thm25_ehdnotes_upper_sym", "thm25_ehdnotes_upper_one", "thm25_ehd_upper_one",
+     "thm25_ehdl_lower", "thm25_ehdl_upper", "cor251"}
+)
+
+
+def notes_statement_checks(
+    n: int, eps: float, prior: ArrayLike, t_factors: ArrayLike = (0.5, 1.0, 2.0, 4.0), gammas: ArrayLike = (0.3, 0.05, 0.01)
+) -> dict[str, dict[str, NDArray[np.float64]]]:
+    """Every statement of notes §2 (Thm 2.2-2.5, Cor 2.5.1-2.5.2) as an exact margin, on every data set of size ``n``.
+
+    Works for any number of categories ``k = len(prior)``. For ``k = 2`` it is the reading of
+    :func:`theorem_2_5_rows`, :func:`good_set_rows` and :func:`theorem_2_3_rows` (same laws, same
+    distances). For ``k >= 3`` the notes' one-dimensional notions are read on the replace-one graph:
+    the "``k`` steps" between data sets are ``|c - c'|_1 / 2`` records, ``k_sym`` is the largest radius
+    whose whole ball of candidates lies in ``{H < t}``, ``k_one`` the largest radius of a candidate in
+    ``{H < t}``, and ``M_K`` the largest distance within ``K`` records. The formulas (``n`` candidates,
+    ``2k + 1`` window) are the notes' as written. LSHist's release (``Lap(2/eps)``, clamped last
+    coordinate for ``k >= 3``) may be off the candidate set; its error is measured as it is.
+
+    Returns
+    -------
+    dict
+        ``{statement: {"ok": bool array, "margin": float array}}`` over data sets (times ``t_factors``
+        or ``gammas`` where the statement has them), keys :data:`NOTES_STATEMENTS`; plus
+        ``"_info"`` with ``C`` (``M_K / (K LS)`` per data set and gamma), ``size_good``, ``elap_ls``.
+        A margin is ``right - left`` of the inequality as the notes orient it (negative = violated).
+    """
+    eps = check_positive("eps", eps)
+    alpha = check_prior(prior)
+    k = alpha.size
+    n = check_int("n", n, minimum=2, maximum=3000 if k == 2 else 40)
+    tf = np.atleast_1d(np.asarray(t_factors, dtype=float))
+    gam = np.atleast_1d(np.asarray(gammas, dtype=float))
+    for g in gam:
+        check_probability("gammas", float(g), open_interval=True)
+    for f in tf:
+        check_positive("t_factors", float(f))
+    cand, ls = local_sensitivity_all(n, alpha)
+    post = cand + alpha
+    D = np.asarray(hellinger_dirichlet(post[:, None, :], post[None, :, :]))
+    S = np.abs(cand[:, None, :] - cand[None, :, :]).sum(axis=2) // 2
+    N = len(cand)
+    # laws of the exponential mechanisms on the candidates (as exact_log_output_distribution)
+    fac = {"EHD": np.full(N, eps / (2.0 * ls.max())), "EHD-notes": np.full(N, eps / (2.0 * NOTES_GLOBAL_SENSITIVITY)),
+           "EHDL": eps / (2.0 * ls)}
+    if k == 2:
+        law = {m: np.exp(exact_log_output_distribution(m, n, eps, alpha)) for m in fac}
+        lap_err = [D[i] for i in range(N)]
+        lap_p = list(np.exp(exact_log_output_distribution("LSHist", n, eps, alpha)))
+    else:
+        law = {}
+        for m, f in fac.items():
+            score = -D * f[:, None]
+            law[m] = np.exp(score - logsumexp(score, axis=1, keepdims=True))
+        lap_err, lap_p = [], []
+        for i in range(N):
+            rel, lp = release_log_distribution("LSHist", cand[i], eps, alpha)
+            lap_err.append(np.asarray(hellinger_dirichlet(post[i], alpha + rel)))
+            lap_p.append(np.exp(lp))
+    out: dict[str, dict[str, NDArray[np.float64]]] = {}
+
+    def put(key: str, margin: ArrayLike) -> None:
+        m = np.asarray(margin, dtype=float).ravel()
+        ok = m > 0 if key in _STRICT_STATEMENTS else m >= -1e-12
+        prev = out.get(key)
+        if prev is not None:
+            m, ok = np.concatenate([prev["margin"], m]), np.concatenate([prev["ok"], ok])
+        out[key] = {"ok": ok, "margin": m}
+
+    def quantile(i: int, level: float) -> float:
+        order = np.argsort(lap_err[i], kind="stable")
+        cum = np.cumsum(lap_p[i][order])
+        j = int(np.searchsorted(cum, level * (1 - 1e-12), side="left"))
+        return float(lap_err[i][order][min(j, order.size - 1)])
+
+    # Thm 2.2 / Cor 2.5.2
+    lb = 1 - 0.5 * (math.exp(-eps) + math.exp(-2 * eps))
+    good = D <= (ls * (1 + _GOOD_SET_RTOL))[:, None]
+    p_good = np.array([lap_p[i][lap_err[i] <= ls[i] * (1 + _GOOD_SET_RTOL)].sum() for i in range(N)])
+    p_lt = np.array([lap_p[i][lap_err[i] < ls[i]].sum() for i in range(N)])
+    elap = np.array([quantile(i, 1 - math.exp(-eps)) for i in range(N)])
+    put("cor252_lshist_good", p_good - lb)
+    put("thm22_strict", p_lt - lb)
+    put("thm22_elap", ls - elap)
+    size_good = good.sum(axis=1)
+    put("cor252_rg_size", 3 - size_good)
+    bound3 = 3 / (n * math.exp(-eps))
+    put("cor252_ehd_bound", bound3 - np.where(good, law["EHD-notes"], 0).sum(axis=1))
+    put("cor252_ehd_bound_gs", bound3 - np.where(good, law["EHD"], 0).sum(axis=1))
+    # Thm 2.3
+    C = []
+    for g in gam:
+        K = max(1, math.ceil(math.log(1.0 / g) / eps))
+        M = np.where(S <= K, D, 0.0).max(axis=1)
+        t = np.array([quantile(i, 1 - g) for i in range(N)])
+        put("thm23_t_le_mk", M * (1 + 1e-12) - t)
+        c = M / (K * ls)
+        C.append(c)
+        put("thm23_c1", 1 + 1e-12 - c)
+    # Thm 2.5, Cor 2.5.1
+    maxS = S.max(axis=1)
+    for f in tf:
+        t = np.minimum(f * ls, 1.0)
+        inside = D < t[:, None]
+        k_sym = np.minimum(np.where(~inside, S, maxS[:, None] + 1).min(axis=1) - 1, maxS).astype(float)
+        k_one = np.where(inside, S, 0).max(axis=1).astype(float)
+        p = {m: np.where(inside, P, 0.0).sum(axis=1) for m, P in law.items()}
+        p_lap = np.array([lap_p[i][lap_err[i] < t[i]].sum() for i in range(N)])
+        put("thm25_lshist_sym", p_lap - (1 - np.exp(-k_sym * eps)))
+        put("thm25_lshist_one", p_lap - (1 - np.exp(-k_one * eps)))
+        put("thm25_ehdnotes_lower", p["EHD-notes"] - (2 * k_sym * math.exp(-eps) + 1) / n)
+        put("thm25_ehdnotes_upper_sym", (2 * k_sym + 1) / (n * math.exp(-eps)) - p["EHD-notes"])
+        up_one = (2 * k_one + 1) / (n * math.exp(-eps))
+        put("thm25_ehdnotes_upper_one", up_one - p["EHD-notes"])
+        put("thm25_ehd_upper_one", up_one - p["EHD"])
+        put("thm25_ehdl_lower", p["EHDL"] - (2 * k_sym * np.exp(-eps / (2 * ls)) + 1) / n)
+        put("thm25_ehdl_upper", (2 * k_sym + 1) / (n * np.exp(-eps / (2 * ls))) - p["EHDL"])
+        thr = np.array([notes_window_threshold(eps, int(kk)) for kk in k_sym])
+        above = n > thr
+        put("cor251", (p_lap - p["EHD-notes"])[above])
+    out["_info"] = {"C": np.concatenate(C), "size_good": size_good.astype(float), "elap_ls": elap / ls,
+                    "n_data_sets": np.array([float(N)])}
+    return out
+
+
+# -- the worst-case (minimax) optimum at large n: column generation with an exact certificate --------
+@dataclass
+class MinimaxRelease:
+    """Solution of :func:`optimal_release_minimax`.
+
+    Attributes
+    ----------
+    value : float
+        Worst-case risk ``max_x sum_j P[x, j] L[x, j]`` of the returned mechanism (an upper bound on the
+        optimum, attained by an eps-DP mechanism).
+    lower_bound : float
+        Certified lower bound on the optimum: the Bayes-optimal risk for the weights ``weights``.
+    weights : ndarray, shape (n + 1,)
+        Least-favourable weights over data sets found (the LP's dual variables).
+    P : ndarray, shape (n + 1, n + 1)
+        The mechanism (a mixture of remapped truncated geometric mechanisms).
+    log_P : ndarray, shape (n + 1, n + 1)
+        ``log P`` computed in log space (no underflow).
+    privacy_loss : float
+        Exact ``max |log P[x, j] - log P[x + 1, j]|`` (``<= eps``).
+    per_x : ndarray, shape (n + 1,)
+        Risk at every data set.
+    iterations : int
+        Column-generation rounds.
+    """
+
+    value: float
+    lower_bound: float
+    weights: NDArray[np.float64]
+    P: NDArray[np.float64]
+    log_P: NDArray[np.float64]
+    privacy_loss: float
+    per_x: NDArray[np.float64]
+    iterations: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gap(self) -> float:
+        """Relative certified gap ``(value - lower_bound) / value``."""
+        return (self.value - self.lower_bound) / self.value if self.value > 0 else 0.0
+
+
+def _geometric_best_response(G: NDArray[np.float64], L: NDArray[np.float64], w: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Bayes-optimal remap of the geometric output for data-set weights ``w`` and its risk at every ``x``."""
+    E = G @ (w[:, None] * L)  # E[z, j] = sum_x G[z, x] w_x L[x, j]
+    choice = np.argmin(E, axis=1)
+    risk = np.einsum("zx,xz->x", G, L[:, choice])
+    return choice, risk
+
+
+def optimal_release_minimax(
+    n: int,
+    eps: float,
+    prior: ArrayLike = (1.0, 1.0),
+    *,
+    loss: str = "hellinger",
+    rtol: float = 1e-6,
+    max_iter: int = 2000,
+    smoothing: float = 0.7,
+) -> MinimaxRelease:
+    """The eps-DP release with the smallest worst-case risk over data sets (binary, ``n`` public), any ``n <= 3000``.
+
+    Criterion (b) of chapter 2: ``min_P max_x sum_j P[x, j] L[x, j]`` over eps-DP mechanisms ``P``
+    (replace-one neighbours ``x ~ x + 1``). :func:`optimal_release_lp` solves it as one LP with
+    ``(n + 1)^2`` unknowns; here it is solved by **column generation** on its saddle-point form
+    ``max_w min_P sum_x w_x r_x(P)``:
+
+    * the inner problem (best mechanism for weights ``w`` over data sets) is solved exactly by the
+      truncated geometric mechanism and a remap (Ghosh, Roughgarden & Sundararajan 2009; valid because
+      ``L[x, j]`` grows with ``|j - x|``, checked by :func:`is_monotone_loss`). Its value ``B(w)`` is a
+      **lower bound** on the minimax risk for every ``w``;
+    * a small master LP mixes the mechanisms found so far to minimise the worst risk; its dual gives the
+      next ``w`` (smoothed towards the best ``w`` so far, Wentges' stabilisation). A mixture of
+      eps-DP mechanisms is eps-DP, so the master's value is an **upper bound** attained by a mechanism.
+
+    Each column is a remap mixed with its mirror image ``x -> n - x`` when the loss is symmetric
+    (symmetric prior), which halves the problem. The loop stops when the certified gap
+    ``(upper - lower) / upper <= rtol``. The returned mechanism's privacy loss is recomputed exactly in
+    log space.
+
+    Raises
+    ------
+    ValueError
+        If the loss is not monotone in ``|j - x|`` (the lower bound would not be certified).
+    RuntimeError
+        If the gap is not closed within ``max_iter`` rounds.
+    """
+    from dpbayes.ubapp import truncated_geometric_logmatrix
+
+    n = check_int("n", n, minimum=1, maximum=3000)
+    eps = check_positive("eps", eps)
+    rtol = check_positive("rtol", rtol)
+    max_iter = check_int("max_iter", max_iter, minimum=1)
+    smoothing = check_probability("smoothing", smoothing)
+    L = binary_loss_matrix(n, prior, loss)
+    if not is_monotone_loss(L):
+        raise ValueError("the loss is not monotone in |j - x|: the geometric lower bound does not apply")
+    m = n + 1
+    symmetric = bool(np.allclose(L, L[::-1, ::-1], rtol=1e-12, atol=1e-15))
+    h = n // 2 + 1 if symmetric else m  # master rows (x <= n/2 suffice under symmetry)
+    logG = truncated_geometric_logmatrix(n, eps)  # logG[z, x]
+    G = np.exp(logG)
+    w_master = np.full(m, 1.0 / m)
+    w_best, lower = w_master.copy(), -math.inf
+    cols: list[NDArray[np.float64]] = []
+    choices: list[NDArray[np.int64]] = []
+    res = None
+    upper = math.inf
+    it = 0
+    for it in range(1, max_iter + 1):
+        queries = [w_master] if it == 1 else [smoothing * w_best + (1 - smoothing) * w_master, w_master]
+        for w in queries:
+            ch, r = _geometric_best_response(G, L, w)
+            b = float(w @ r)
+            if b > lower:
+                lower, w_best = b, w.copy()
+            cols.append(0.5 * (r + r[::-1]) if symmetric else r)
+            choices.append(ch)
+        R = np.asarray(cols)
+        K = R.shape[0]
+        c = np.zeros(K + 1)
+        c[-1] = 1.0
+        A_ub = np.hstack([R[:, :h].T, -np.ones((h, 1))])
+        A_eq = np.concatenate([np.ones(K), [0.0]])[None, :]
+        res = linprog(c, A_ub=A_ub, b_ub=np.zeros(h), A_eq=A_eq, b_eq=[1.0],
+                      bounds=[(0, None)] * K + [(None, None)], method="highs")
+        if res.status != 0:
+            raise RuntimeError(f"HiGHS failed on the master LP (n = {n}, eps = {eps:g}): {res.message}")
+        lam = np.clip(res.x[:K], 0.0, None)
+        lam /= lam.sum()
+        upper = float(np.max(lam @ R))
+        y = np.clip(-np.asarray(res.ineqlin.marginals), 0.0, None)
+        w_master = np.zeros(m)
+        w_master[:h] += y
+        if symmetric:
+            w_master[n - np.arange(h)] += y
+        w_master /= w_master.sum()
+        if upper - lower <= rtol * upper:
+            break
+    else:
+        raise RuntimeError(f"column generation did not reach rtol = {rtol:g} in {max_iter} rounds (gap {(upper - lower) / upper:.3g})")
+    # the mechanism, in log space: P = sum_k lam_k (remap_k of G) (+ its mirror)
+    log_P = np.full((m, m), -np.inf)
+    for lk, ch in zip(lam, choices):
+        if lk <= 0:
+            continue
+        parts = [(ch, math.log(lk) + (math.log(0.5) if symmetric else 0.0))]
+        if symmetric:
+            parts.append((n - ch[::-1], parts[0][1]))
+        for chv, lw in parts:
+            for z in range(m):
+                log_P[:, chv[z]] = np.logaddexp(log_P[:, chv[z]], logG[z] + lw)
+    P = np.exp(log_P)
+    per_x = release_risks(P, L)
+    a, b_ = log_P[:-1], log_P[1:]
+    both = np.isneginf(a) & np.isneginf(b_)
+    with np.errstate(invalid="ignore"):
+        ploss = float(np.max(np.where(both, 0.0, np.abs(a - b_))))
+    if ploss > eps + LP_DP_LOG_TOL:
+        raise RuntimeError(f"minimax mechanism fails its DP check: loss {ploss:.6g} > eps = {eps:g}")
+    value = float(per_x.max())
+    return MinimaxRelease(value=value, lower_bound=lower, weights=w_best, P=P, log_P=log_P, privacy_loss=ploss,
+                          per_x=per_x, iterations=it,
+                          info={"n": n, "eps": eps, "loss": loss, "columns": len(cols), "master_value": upper,
+                                "symmetric": symmetric})
