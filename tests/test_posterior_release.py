@@ -486,3 +486,66 @@ def test_minimax_beats_every_mechanism_and_validates():
         pr.optimal_release_minimax(n, eps, rtol=0)
     with pytest.raises(RuntimeError, match="rtol"):
         pr.optimal_release_minimax(n, 0.1, max_iter=1)
+
+
+def _projected_by_full_search(mechanism, counts, eps, prior):
+    prior, counts = np.asarray(prior, dtype=float), np.asarray(counts)
+    n = int(counts.sum())
+    released, logp = pr.release_log_distribution(mechanism, counts, eps, prior)
+    cand = se.candidate_counts(n, prior.size)
+    index = {tuple(int(v) for v in r): i for i, r in enumerate(cand)}
+    out = np.zeros(len(cand))
+    for r, lp in zip(released, logp):
+        j = index[tuple(int(v) for v in r)] if r.sum() == n else int(np.argmin(hellinger_dirichlet(prior + r, prior + cand)))
+        out[j] += np.exp(lp)
+    return out
+
+
+@pytest.mark.parametrize(
+    "counts, prior",
+    [((1, 2, 3), (1.0, 1.0, 1.0)), ((3, 3, 3), (0.5, 0.5, 0.5)), ((1, 1, 6), (0.05, 0.05, 0.05)), ((2, 2, 3), (0.02, 3.0, 1.0)),
+     ((1, 2, 1, 2), (1.0, 1.0, 1.0, 1.0))],
+)
+def test_fast_projection_equals_full_search(counts, prior):
+    for mech in ("LSHist", "LSDim", "LSHist-round"):
+        _, logq = pr.projected_release_log_distribution(mech, counts, 1.0, prior)
+        np.testing.assert_allclose(np.exp(logq), _projected_by_full_search(mech, counts, 1.0, prior), rtol=1e-12, atol=1e-15)
+
+
+def test_projection_mass_tol():
+    counts, prior = (4, 6, 10), (1.0, 1.0, 1.0)
+    _, exact = pr.projected_release_log_distribution("LSHist", counts, 1.0, prior)
+    _, approx = pr.projected_release_log_distribution("LSHist", counts, 1.0, prior, mass_tol=1e-6)
+    missing = 1.0 - np.exp(approx).sum()
+    assert 0.0 <= missing <= 1e-6 + 1e-15
+    assert np.all(np.exp(approx) <= np.exp(exact) * (1 + 1e-12) + 1e-300)
+    with pytest.raises(ValueError, match="mass_tol"):
+        pr.projected_release_log_distribution("LSHist", counts, 1.0, prior, mass_tol=1.0)
+
+
+def test_three_category_lp_and_geometric_generalisation():
+    n, eps, prior = 4, 1.0, (1.0, 1.0, 1.0)
+    sol = pr.optimal_release_lp_multi(n, eps, prior)
+    cand = sol.info["candidates"]
+    pairs = pr.composition_neighbours(n, 3)
+    assert len(pairs) == sum(int((np.abs(cand - c).sum(axis=1) == 2).sum()) for c in cand)
+    assert sol.privacy_loss <= eps + 1e-9
+    assert sol.value == pytest.approx(sol.solver_value, rel=1e-7)
+    # never worse than an eps-DP mechanism that releases candidates: EHD (computed GS)
+    ehd = np.mean([pr.mean_error("EHD", c, eps, prior) for c in cand])
+    assert sol.value <= ehd
+    # the k-category geometric mechanism: exact loss over all neighbouring compositions is at most eps
+    support = None
+    laws = []
+    for c in cand:
+        rel, lp = pr.geometric_multi_release_log_distribution(c, eps, prior)
+        support = rel if support is None else support
+        np.testing.assert_array_equal(rel, support)
+        laws.append(lp)
+    laws = np.array(laws)
+    loss = np.max(np.abs(laws[pairs[:, 0]] - laws[pairs[:, 1]]))
+    assert loss <= eps + 1e-9 and loss >= eps - 1e-9  # attained (a record moved between two noised counts)
+    with pytest.raises(ValueError, match="k >= 3"):
+        pr.geometric_multi_release_log_distribution((1, 2), eps, (1.0, 1.0))
+    with pytest.raises(ValueError, match="200"):
+        pr.optimal_release_lp_multi(30, eps, prior)
