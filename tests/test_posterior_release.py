@@ -420,3 +420,132 @@ def test_projected_release_binary_is_identity():
     assert np.array_equal(released, cand) and np.allclose(logp, logq)
     with pytest.raises(ValueError, match="mechanism"):
         pr.projected_release_log_distribution("EHD", (3, 5), 1.0, (1.0, 1.0))
+
+
+# -- notes_statement_checks: every statement, any number of categories --------------------------------
+def test_notes_statement_checks_binary_equals_row_functions():
+    n, eps, prior, tf = 20, 1.0, (0.5, 0.5), (0.5, 1.0, 2.0)
+    r = pr.notes_statement_checks(n, eps, prior, tf, (0.3, 0.05))
+    assert set(pr.NOTES_STATEMENTS) <= set(r)
+    rows = pr.theorem_2_5_rows(n, eps, prior, list(tf))
+    margin = np.concatenate([row["p_LSHist"] - row["lap_lower"] for row in rows])
+    np.testing.assert_allclose(r["thm25_lshist_sym"]["margin"], margin, rtol=0, atol=1e-15)
+    upper = np.concatenate([row["ehd_upper"] - row["p_EHD-notes"] for row in rows])
+    np.testing.assert_allclose(r["thm25_ehdnotes_upper_sym"]["margin"], upper, rtol=0, atol=1e-15)
+    g = pr.good_set_rows(n, eps, prior, ("LSHist", "EHD-notes"))
+    lb = 1 - 0.5 * (np.exp(-eps) + np.exp(-2 * eps))
+    np.testing.assert_allclose(r["cor252_lshist_good"]["margin"], g["good_LSHist"] - lb, atol=1e-15)
+    np.testing.assert_array_equal(r["_info"]["size_good"], g["size_good"])
+    t23 = pr.theorem_2_3_rows(n, eps, prior, 0.3)
+    np.testing.assert_allclose(r["_info"]["C"][: n + 1], t23["M"] / (t23["K"] * t23["ls"]), rtol=1e-14)
+    # a violated statement is reported as violated (the strict reading of Thm 2.2 fails here)
+    assert (~r["thm22_strict"]["ok"]).any()
+
+
+def test_notes_statement_checks_three_categories():
+    n, eps, prior = 5, 1.0, (1.0, 1.0, 1.0)
+    r = pr.notes_statement_checks(n, eps, prior, (1.0,), (0.3,))
+    cand = se.candidate_counts(n, 3)
+    assert r["cor252_lshist_good"]["ok"].size == len(cand)
+    lb = 1 - 0.5 * (np.exp(-eps) + np.exp(-2 * eps))
+    for i in (0, len(cand) // 2):
+        good = pr.good_set_probability("LSHist", cand[i], eps, prior)
+        assert r["cor252_lshist_good"]["margin"][i] == pytest.approx(good - lb, abs=1e-12)
+        ehd = pr.good_set_probability("EHD", cand[i], eps, prior)
+        assert r["cor252_ehd_bound_gs"]["margin"][i] == pytest.approx(3 / (n * np.exp(-eps)) - ehd, abs=1e-12)
+    with pytest.raises(ValueError, match="n"):
+        pr.notes_statement_checks(41, eps, prior)
+
+
+# -- optimal_release_minimax: column generation with a certificate ------------------------------------
+@pytest.mark.parametrize("eps, prior", [(0.3, (1.0, 1.0)), (2.0, (1.0, 1.0)), (1.0, (0.5, 2.0))])
+def test_minimax_column_generation_equals_lp(eps, prior):
+    n = 12
+    cg = pr.optimal_release_minimax(n, eps, prior, rtol=1e-9)
+    lp = pr.optimal_release_lp(n, eps, prior, objective="minimax")
+    assert cg.lower_bound <= lp.value * (1 + 1e-9)
+    assert cg.value == pytest.approx(lp.solver_value, rel=1e-7)
+    assert cg.gap <= 1e-9
+    assert cg.privacy_loss <= eps + 1e-9
+    # the mechanism is row-stochastic, its exact loss recomputed from P agrees, and its risks are as stated
+    np.testing.assert_allclose(cg.P.sum(axis=1), 1.0, rtol=1e-12)
+    assert pr._binary_log_loss(cg.P) <= eps + 1e-9
+    np.testing.assert_allclose(cg.per_x, pr.release_risks(cg.P, pr.binary_loss_matrix(n, prior)), rtol=1e-12)
+    assert cg.value == pytest.approx(cg.per_x.max())
+    assert cg.info["symmetric"] == (prior[0] == prior[1])
+
+
+def test_minimax_beats_every_mechanism_and_validates():
+    n, eps = 30, 1.0
+    cg = pr.optimal_release_minimax(n, eps)
+    L = pr.binary_loss_matrix(n, (1.0, 1.0))
+    for mech in ("LSHist", "LSHist-round", "Geometric", "EHD"):
+        worst = pr.release_risks(pr.exact_output_distribution(mech, n, eps), L).max()
+        assert cg.lower_bound <= worst
+    with pytest.raises(ValueError, match="rtol"):
+        pr.optimal_release_minimax(n, eps, rtol=0)
+    with pytest.raises(RuntimeError, match="rtol"):
+        pr.optimal_release_minimax(n, 0.1, max_iter=1)
+
+
+def _projected_by_full_search(mechanism, counts, eps, prior):
+    prior, counts = np.asarray(prior, dtype=float), np.asarray(counts)
+    n = int(counts.sum())
+    released, logp = pr.release_log_distribution(mechanism, counts, eps, prior)
+    cand = se.candidate_counts(n, prior.size)
+    index = {tuple(int(v) for v in r): i for i, r in enumerate(cand)}
+    out = np.zeros(len(cand))
+    for r, lp in zip(released, logp):
+        j = index[tuple(int(v) for v in r)] if r.sum() == n else int(np.argmin(hellinger_dirichlet(prior + r, prior + cand)))
+        out[j] += np.exp(lp)
+    return out
+
+
+@pytest.mark.parametrize(
+    "counts, prior",
+    [((1, 2, 3), (1.0, 1.0, 1.0)), ((3, 3, 3), (0.5, 0.5, 0.5)), ((1, 1, 6), (0.05, 0.05, 0.05)), ((2, 2, 3), (0.02, 3.0, 1.0)),
+     ((1, 2, 1, 2), (1.0, 1.0, 1.0, 1.0))],
+)
+def test_fast_projection_equals_full_search(counts, prior):
+    for mech in ("LSHist", "LSDim", "LSHist-round"):
+        _, logq = pr.projected_release_log_distribution(mech, counts, 1.0, prior)
+        np.testing.assert_allclose(np.exp(logq), _projected_by_full_search(mech, counts, 1.0, prior), rtol=1e-12, atol=1e-15)
+
+
+def test_projection_mass_tol():
+    counts, prior = (4, 6, 10), (1.0, 1.0, 1.0)
+    _, exact = pr.projected_release_log_distribution("LSHist", counts, 1.0, prior)
+    _, approx = pr.projected_release_log_distribution("LSHist", counts, 1.0, prior, mass_tol=1e-6)
+    missing = 1.0 - np.exp(approx).sum()
+    assert 0.0 <= missing <= 1e-6 + 1e-15
+    assert np.all(np.exp(approx) <= np.exp(exact) * (1 + 1e-12) + 1e-300)
+    with pytest.raises(ValueError, match="mass_tol"):
+        pr.projected_release_log_distribution("LSHist", counts, 1.0, prior, mass_tol=1.0)
+
+
+def test_three_category_lp_and_geometric_generalisation():
+    n, eps, prior = 4, 1.0, (1.0, 1.0, 1.0)
+    sol = pr.optimal_release_lp_multi(n, eps, prior)
+    cand = sol.info["candidates"]
+    pairs = pr.composition_neighbours(n, 3)
+    assert len(pairs) == sum(int((np.abs(cand - c).sum(axis=1) == 2).sum()) for c in cand)
+    assert sol.privacy_loss <= eps + 1e-9
+    assert sol.value == pytest.approx(sol.solver_value, rel=1e-7)
+    # never worse than an eps-DP mechanism that releases candidates: EHD (computed GS)
+    ehd = np.mean([pr.mean_error("EHD", c, eps, prior) for c in cand])
+    assert sol.value <= ehd
+    # the k-category geometric mechanism: exact loss over all neighbouring compositions is at most eps
+    support = None
+    laws = []
+    for c in cand:
+        rel, lp = pr.geometric_multi_release_log_distribution(c, eps, prior)
+        support = rel if support is None else support
+        np.testing.assert_array_equal(rel, support)
+        laws.append(lp)
+    laws = np.array(laws)
+    loss = np.max(np.abs(laws[pairs[:, 0]] - laws[pairs[:, 1]]))
+    assert loss <= eps + 1e-9 and loss >= eps - 1e-9  # attained (a record moved between two noised counts)
+    with pytest.raises(ValueError, match="k >= 3"):
+        pr.geometric_multi_release_log_distribution((1, 2), eps, (1.0, 1.0))
+    with pytest.raises(ValueError, match="200"):
+        pr.optimal_release_lp_multi(30, eps, prior)
