@@ -35,9 +35,6 @@ NOTEBOOKS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "chapters").r
 # chapter). Each entry may still fail; empty this set after those branches are merged. An entry
 # that already passes fails the test below (so the set cannot go stale).
 PENDING = {
-    "chapters/02-posterior-release/02a-sensitivity-privacy.ipynb",  # chapter 2 branch (issue 24)
-    "chapters/02-posterior-release/02b-accuracy.ipynb",
-    "chapters/02-posterior-release/02c-notes-claims.ipynb",
     "chapters/03-adaptive-truncation/03a-fisher-intervals.ipynb",  # chapter 3 branch (issue 25)
     "chapters/03-adaptive-truncation/03b-smc-simulated.ipynb",
     "chapters/03-adaptive-truncation/03c-real-income.ipynb",
