@@ -59,6 +59,9 @@ NONDEFAULT: dict[str, dict[str, str]] = {
     "03c-real-income": {"year": "1990", "n_use": "30", "n_particles": "20", "n_runs": "2", "eps": "2.0", "score": "paper",
                         "nonadaptive_halfwidth": "4.0", "mcmc_iter": "200", "mcmc_burn_in": "50", "store_every": "5",
                         "seed": "2"},
+    "03d-fair-baselines": {"n": "60", "n_runs": "1", "eps_grid": "3.0,2.0", "b_grid": "0.4,0.2", "mu_true": "10.0",
+                           "sigma2_true": "4.0", "wide_halfwidth": "8.0", "pilot_fraction": "0.2", "n_grid": "13", "seed": "2",
+                           "n_jobs": "2"},
     "04a-out-of-range": {"n": "20", "eps_grid": "0.2,0.05", "p": "0.4", "runs": "1000", "seed": "2"},
     # eps_min above the smallest Monte-Carlo eps: the case where 04b's table once named the wrong value
     "04b-bayes-vs-naive": {"n_small": "20", "n_large": "50", "p": "0.4", "eps_min": "5.0", "eps_max": "20.0", "n_eps": "4",

@@ -123,3 +123,32 @@ def test_replicate_records_credible_intervals_around_its_estimates() -> None:
         mu_hat, sigma_hat = rep.estimates[name]
         assert mlo <= mhi and slo <= shi
         assert mlo - 1e-9 <= mu_hat <= mhi + 1e-9, name  # a 90 % interval holds the posterior mean here
+
+
+# --- the simulated baselines (exact posterior by quadrature) ---------------------------------------------
+
+
+def test_baseline_replicate_sees_the_study_replicates_data() -> None:
+    # common random numbers: the fixed +-10 sigma design of baseline_replicate releases exactly what the
+    # simulation study's MCMC saw in the same replicate, so its posterior mean is the exact one of those releases
+    from dpbayes import mcmc
+
+    cfg = smc_study.StudyConfig(n=80, n_particles=10, mu_true=50.0, sigma_true=np.sqrt(10.0), nonadaptive_halfwidth=10.0,
+                                methods=("MCMC",), mcmc_iter=200, mcmc_burn_in=50, seed=3)
+    rep = smc_study.run_replicate(cfg, 5.0, 0.54, 2, 1)
+    y, lo, hi = rep.releases["MCMC"]
+    q = mcmc.quadrature_posterior(y, lo, hi, 5.0, n_grid=13)
+    base = smc_study.baseline_replicate(80, 50.0, np.sqrt(10.0), 5.0, 0.54, 2, 1, seed=3, n_grid=13)
+    assert base.estimates["fixed-k10"] == pytest.approx((q.mean_mu, q.mean_sigma), rel=1e-12)
+    assert set(base.estimates) == set(smc_study.BASELINE_DESIGNS)
+    assert np.allclose(base.fisher["fixed-k2"], smc_study.fixed_interval_fisher(80, 50.0, np.sqrt(10.0), 2.0, 5.0))
+    assert base.edge_mass < 1e-4
+
+
+def test_baseline_study_is_ordered_and_checks_its_grids() -> None:
+    out = smc_study.baseline_study(40, 0.0, 1.0, [5.0, 10.0], [0.5, 0.9], 1, seed=2, n_grid=9)
+    assert [(r.eps_index, r.run) for r in out] == [(0, 0), (1, 0)]
+    with pytest.raises(ValueError, match="b_grid"):
+        smc_study.baseline_study(40, 0.0, 1.0, [5.0], [0.5, 0.9], 1)
+    with pytest.raises(ValueError, match="pilot_fraction"):
+        smc_study.baseline_replicate(40, 0.0, 1.0, 5.0, 0.5, 0, 0, pilot_fraction=1.5)

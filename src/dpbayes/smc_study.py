@@ -30,7 +30,8 @@ from dpbayes.smc import NormalInvGammaPrior
 from dpbayes.validation import check_choice, check_int, check_positive, check_probability
 
 __all__ = ["CREDIBLE_LEVEL", "METHODS", "error_summary", "weighted_quantile", "credible_interval", "coverage",
-           "fixed_interval_fisher", "design_fisher", "two_stage_pilot", "two_stage_fisher", "Replicate", "StudyConfig", "run_replicate", "simulation_study"]
+           "fixed_interval_fisher", "design_fisher", "two_stage_pilot", "two_stage_fisher", "BASELINE_DESIGNS",
+           "BaselineReplicate", "baseline_replicate", "baseline_study", "Replicate", "StudyConfig", "run_replicate", "simulation_study"]
 
 #: Level of the credible intervals a replicate records (beyond the paper).
 CREDIBLE_LEVEL = 0.9
@@ -117,6 +118,11 @@ class Replicate:
         of the final posterior approximation (weighted particle cloud, or the post-burn-in chain;
         :func:`dpbayes.credible_interval`). Beyond the paper, which reports point
         estimates only.
+    releases : dict
+        Method -> ``(y, lower, upper)``: the releases that method saw and the interval of each
+        (SMC-nonadaptive and MCMC see the same fixed-interval releases). With them the exact
+        posterior of every method's data can be computed afterwards
+        (:func:`dpbayes.mcmc.quadrature_posterior`), which measures each sampler's Monte-Carlo error.
     """
 
     eps_index: int
@@ -125,6 +131,7 @@ class Replicate:
     fisher: dict[str, NDArray[np.float64]]
     latent_runs: tuple[smc.SMCResult, smc.SMCResult] | None
     intervals: dict[str, tuple[tuple[float, float], tuple[float, float]]] = field(default_factory=dict)
+    releases: dict[str, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]] = field(default_factory=dict)
 
 
 def run_replicate(config: StudyConfig, eps: float, b: float, eps_index: int, run: int, keep_runs: bool = False) -> Replicate:
@@ -174,6 +181,16 @@ def run_replicate(config: StudyConfig, eps: float, b: float, eps_index: int, run
 
     fixed_fisher = config.n * truncation.fisher_information_normal(config.mu_true, config.sigma_true, *fixed, eps)
     estimates, fisher, intervals = {}, {}, {}
+    releases: dict[str, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]] = {}
+    if "SMC-adaptive" in config.methods:
+        releases["SMC-adaptive"] = (ada.y, ada.lower, ada.upper)
+    if "SMC-nonadaptive" in config.methods or "MCMC" in config.methods:
+        fixed_rel = smc.fixed_interval_releases(x, fixed, eps, noise)
+        for name in ("SMC-nonadaptive", "MCMC"):
+            if name in config.methods:
+                releases[name] = fixed_rel
+    if "exact-SMC-adaptive" in config.methods:
+        releases["exact-SMC-adaptive"] = (exa.y, exa.lower, exa.upper)
     for name in METHODS:  # canonical order, whatever the order of config.methods
         if name not in results:
             continue
@@ -188,7 +205,7 @@ def run_replicate(config: StudyConfig, eps: float, b: float, eps_index: int, run
     latent = None
     if keep_runs and {"SMC-adaptive", "SMC-nonadaptive"} <= set(config.methods):
         latent = (ada, non)
-    return Replicate(eps_index, run, estimates, fisher, latent, intervals)
+    return Replicate(eps_index, run, estimates, fisher, latent, intervals, releases)
 
 
 def default_b_grid(eps_grid: Sequence[float]) -> list[float]:
@@ -436,3 +453,155 @@ def two_stage_fisher(
     upper = np.array([pilot_interval[1], centre + k * scale])
     F = truncation.fisher_information_normal(mu, sigma, lower, upper, eps)
     return n_pilot * F[0] + (n - n_pilot) * F[1]
+
+
+
+# ---------------------------------------------------------------------------------------------------
+# Beyond the paper: the fair non-adaptive baselines simulated with the exact posterior (no sampler).
+#
+# A non-adaptive design's releases are independent given theta with a closed-form likelihood, so their
+# posterior mean needs no Monte Carlo: dpbayes.mcmc.quadrature_posterior computes it in a fraction of a
+# second at n = 1000. Each replicate (eps_index, run) draws its individuals and Laplace draws from the
+# same streams as run_replicate, so with the same seed, n and truth the designs see exactly the
+# individuals and noise of the simulation study's replicate (common random numbers with the stored runs).
+# ---------------------------------------------------------------------------------------------------
+
+#: Designs of :func:`baseline_replicate`: fixed intervals ``mu +- k sigma`` centred at the truth
+#: (``k`` = 1, 2, 5, 10 and the adaptive half-width ``b*``, an oracle), and two-stage designs (a pilot
+#: through the wide interval, then ``m +- k c`` at the pilot's posterior means, ``k`` = ``b*``, 1, 2).
+BASELINE_DESIGNS = ("fixed-k1", "fixed-k2", "fixed-k5", "fixed-k10", "fixed-bstar",
+                    "twostage-bstar", "twostage-k1", "twostage-k2")
+
+
+@dataclass(frozen=True)
+class BaselineReplicate:
+    """Exact posterior means of every baseline design on one replicate.
+
+    Attributes
+    ----------
+    eps_index, run : int
+    estimates : dict
+        Design -> exact posterior means ``(mu, sigma)`` (:func:`dpbayes.mcmc.quadrature_posterior`).
+    fisher : dict
+        Design -> total exact Fisher information (2 x 2) at the truth of the releases it made.
+    pilot : tuple of float
+        The two-stage pilot's posterior means ``(m, c)``.
+    edge_mass : float
+        Largest quadrature edge mass over the designs (the quadrature's truncation error).
+    """
+
+    eps_index: int
+    run: int
+    estimates: dict[str, tuple[float, float]]
+    fisher: dict[str, NDArray[np.float64]]
+    pilot: tuple[float, float]
+    edge_mass: float
+
+
+def baseline_replicate(
+    n: int,
+    mu: float,
+    sigma: float,
+    eps: float,
+    b: float,
+    eps_index: int,
+    run: int,
+    seed: int = 1,
+    *,
+    wide_halfwidth: float = 10.0,
+    pilot_fraction: float = 0.1,
+    n_grid: int = 17,
+) -> BaselineReplicate:
+    """Every design of :data:`BASELINE_DESIGNS` on replicate ``(eps_index, run)``, exact posterior means.
+
+    The individuals ``x`` and standard Laplace draws come from the streams of :func:`run_replicate`
+    (``SeedSequence([seed, eps_index, run])``), shared by all designs. Fixed designs release all ``n``
+    through ``[mu - k sigma, mu + k sigma]`` (paper eq. (14)); the two-stage design releases the first
+    ``round(pilot_fraction n)`` individuals through ``mu +- wide_halfwidth sigma`` (the paper's
+    baseline), computes the exact posterior means ``(m, c)`` of those releases, and asks everyone else
+    for ``[m - k c, m + k c]``; each individual releases once with ``eps`` (eps-DP per individual, the
+    second interval being post-processing of released values, paper Proposition 1). The posterior of a
+    design uses all its releases with their intervals (:func:`dpbayes.mcmc.quadrature_posterior`,
+    ``n_grid`` points per axis before the grid widens itself).
+    """
+    from dpbayes import mcmc  # mcmc imports smc; imported here to keep this module's imports as they were
+
+    check_int("n", n, minimum=2)
+    sigma = float(check_positive("sigma", sigma))
+    eps = float(check_positive("eps", eps))
+    b = float(check_positive("b", b))
+    check_positive("wide_halfwidth", wide_halfwidth)
+    check_probability("pilot_fraction", pilot_fraction, open_interval=True)
+    n_pilot = int(round(pilot_fraction * n))
+    check_int("round(pilot_fraction * n)", n_pilot, minimum=1, maximum=n - 1)
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, eps_index, run]).spawn(6)]
+    x = mu + sigma * streams[_STREAM["data"]].standard_normal(n)
+    noise = streams[_STREAM["noise"]].laplace(size=n)
+    estimates: dict[str, tuple[float, float]] = {}
+    fisher: dict[str, NDArray[np.float64]] = {}
+    edge = 0.0
+
+    def posterior(lower: NDArray[np.float64], upper: NDArray[np.float64]) -> tuple[float, float]:
+        nonlocal edge
+        y = np.clip(x, lower, upper) + (upper - lower) * noise / eps  # as smc.fixed_interval_releases
+        q = mcmc.quadrature_posterior(y, lower, upper, eps, n_grid=n_grid)
+        edge = max(edge, q.edge_mass)
+        return q.mean_mu, q.mean_sigma
+
+    for name, k in (("fixed-k1", 1.0), ("fixed-k2", 2.0), ("fixed-k5", 5.0), ("fixed-k10", 10.0), ("fixed-bstar", b)):
+        lower, upper = np.full(n, mu - k * sigma), np.full(n, mu + k * sigma)
+        estimates[name] = posterior(lower, upper)
+        fisher[name] = fixed_interval_fisher(n, mu, sigma, k, eps)
+    wide = (mu - wide_halfwidth * sigma, mu + wide_halfwidth * sigma)
+    y_p = np.clip(x[:n_pilot], *wide) + (wide[1] - wide[0]) * noise[:n_pilot] / eps
+    q_p = mcmc.quadrature_posterior(y_p, *wide, eps, n_grid=n_grid)
+    m, c = q_p.mean_mu, q_p.mean_sigma
+    for name, k in (("twostage-bstar", b), ("twostage-k1", 1.0), ("twostage-k2", 2.0)):
+        lower = np.concatenate([np.full(n_pilot, wide[0]), np.full(n - n_pilot, m - k * c)])
+        upper = np.concatenate([np.full(n_pilot, wide[1]), np.full(n - n_pilot, m + k * c)])
+        estimates[name] = posterior(lower, upper)
+        fisher[name] = two_stage_fisher(n, n_pilot, mu, sigma, wide, m, c, k, eps)
+    return BaselineReplicate(eps_index, run, estimates, fisher, (m, c), edge)
+
+
+def baseline_study(
+    n: int,
+    mu: float,
+    sigma: float,
+    eps_grid: Sequence[float],
+    b_grid: Sequence[float],
+    n_runs: int,
+    seed: int = 1,
+    *,
+    n_jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    **kwargs: Any,
+) -> list[BaselineReplicate]:
+    """:func:`baseline_replicate` for every ``(eps, run)``, ordered by eps index then run.
+
+    Each replicate seeds itself, so ``n_jobs`` worker processes change the wall time only. ``kwargs``
+    go to :func:`baseline_replicate`.
+    """
+    eps_list = [float(check_positive("eps_grid", e)) for e in eps_grid]
+    b_list = [float(check_positive("b_grid", v)) for v in b_grid]
+    if not eps_list or len(b_list) != len(eps_list):
+        raise ValueError(f"eps_grid must be non-empty and b_grid needs one half-width per eps ({len(eps_list)}), got {len(b_list)}")
+    check_int("n_runs", n_runs, minimum=1)
+    check_int("n_jobs", n_jobs, minimum=1)
+    tasks = [(n, mu, sigma, e, v, i, run, seed) for i, (e, v) in enumerate(zip(eps_list, b_list)) for run in range(n_runs)]
+    out: list[BaselineReplicate] = []
+    if progress is not None:
+        progress(0, len(tasks))
+    if n_jobs == 1:
+        for task in tasks:
+            out.append(baseline_replicate(*task, **kwargs))
+            if progress is not None:
+                progress(len(out), len(tasks))
+        return out
+    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(baseline_replicate, *task, **kwargs) for task in tasks]
+        for fut in futures:
+            out.append(fut.result())
+            if progress is not None:
+                progress(len(out), len(tasks))
+    return out
