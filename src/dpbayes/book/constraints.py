@@ -68,6 +68,7 @@ RULES: dict[str, list[Rule]] = {
     "02c-notes-claims": [same_length("prior_a", "prior_b")],
     "03b-smc-simulated": [same_length("eps_grid", "b_grid"), less("mcmc_burn_in", "mcmc_iter")],
     "03c-real-income": [less("mcmc_burn_in", "mcmc_iter")],
+    "03d-fair-baselines": [same_length("eps_grid", "b_grid")],
     "04b-bayes-vs-naive": [less("eps_min", "eps_max")],
     "04c-beyond-the-paper": [less("eps_min", "eps_max")],
     "04d-fixed-counts-and-wrong-priors": [less("eps_min", "eps_max")],
@@ -78,6 +79,7 @@ RULES: dict[str, list[Rule]] = {
 #: notebook stem -> {dependent parameter: (its sources, how it is derived from the full values)}
 DERIVED: dict[str, dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any]], Any]]]] = {
     "03b-smc-simulated": {"b_grid": (("eps_grid",), _b_grid)},
+    "03d-fair-baselines": {"b_grid": (("eps_grid",), _b_grid)},  # the same oracle half-widths as 03b
 }
 
 
