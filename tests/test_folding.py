@@ -31,28 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "chapters").rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
 
-# Notebooks whose folding tags are being added in other branches (issue 27, presentation work per
-# chapter). Each entry may still fail; empty this set after those branches are merged. An entry
-# that already passes fails the test below (so the set cannot go stale).
-PENDING = {
-    "chapters/03-adaptive-truncation/03a-fisher-intervals.ipynb",  # chapter 3 branch (issue 25)
-    "chapters/03-adaptive-truncation/03b-smc-simulated.ipynb",
-    "chapters/03-adaptive-truncation/03c-real-income.ipynb",
-}
-
 
 @pytest.mark.parametrize("rel", NOTEBOOKS)
 def test_notebook_follows_the_folding_rule(rel: str) -> None:
     problems = folding_problems(json.loads((ROOT / rel).read_text(encoding="utf-8")))
-    if rel in PENDING:
-        if not problems:
-            pytest.fail(f"{rel} follows the folding rule now: remove it from PENDING in tests/test_folding.py")
-        pytest.xfail(f"pending in another branch: {len(problems)} cell(s) to fold")
     assert not problems, f"{rel} (fix with `python -m dpbayes.book.folding --apply {rel}`):\n" + "\n".join(problems)
-
-
-def test_pending_names_existing_notebooks() -> None:
-    assert PENDING <= set(NOTEBOOKS), PENDING - set(NOTEBOOKS)
 
 
 # ------------------------------------------------------------------------------------------------
