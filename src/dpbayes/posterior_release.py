@@ -27,7 +27,7 @@ last coordinate is clamped), i.e. posteriors outside ``R_alpha``; this is the no
 reproduced as written.
 
 Two mechanisms that are not in the notes (``ADDED_MECHANISMS``, chapter 2's optimality comparison)
-are accepted by every function that takes a mechanism name; :data:`MECHANISMS` keeps the notes' ones:
+are accepted by every function that takes a mechanism name; ``MECHANISMS`` keeps the notes' ones:
 
 ================  ======================================================  ==========================
 ``LSHist-round``  ``LSHist`` with the noisy count rounded to the nearest  ``eps`` (post-processing of
@@ -277,7 +277,7 @@ def release_log_distribution(
     Parameters
     ----------
     mechanism : str
-        One of :data:`MECHANISMS`.
+        One of ``MECHANISMS``.
     counts : array_like of int, shape (k,)
         Category counts of the data set (``n = sum counts``).
     eps : float

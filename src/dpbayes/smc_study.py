@@ -116,7 +116,7 @@ class Replicate:
     intervals : dict
         Method -> equal-tailed 90 % credible intervals ``((mu_lo, mu_hi), (sigma_lo, sigma_hi))``
         of the final posterior approximation (weighted particle cloud, or the post-burn-in chain;
-        :func:`dpbayes.credible_interval`). Beyond the paper, which reports point
+        :func:`dpbayes.smc_study.credible_interval`). Beyond the paper, which reports point
         estimates only.
     releases : dict
         Method -> ``(y, lower, upper)``: the releases that method saw and the interval of each

@@ -225,7 +225,7 @@ def loglik_privatised_normal(
                + 1/(2 beta) int_alpha^rho phi(t) exp(-z |d - t|) dt,
 
     and the integral splits at ``t = d`` into two exponentially tilted normal masses with closed
-    forms in ``Phi`` (:func:`_log_tilted_normal_mass`; the part with ``t > d`` is the mirror image
+    forms in ``Phi`` (the private ``_log_tilted_normal_mass``; the part with ``t > d`` is the mirror image
     ``t -> -t``). Everything is combined in log space (log-sum-exp), so extreme ``y``,
     extreme ``mu`` and very narrow intervals (``z`` up to ~1e8) stay finite and accurate. For
     ``y`` outside ``[l, r]`` the density is exactly ``p(clip(y)) exp(-dist(y, [l, r])/beta)``,
