@@ -2,7 +2,7 @@
 
 The paper (Yildirim 2024, Section 4.1) compares its online SMC with a batch MCMC that targets
 ``p(theta | y_{1:n})`` for releases ``y_t = clamp(x_t, l_t, r_t) + (r_t - l_t) V_t`` made with a
-fixed interval (eq. (14)); it uses MHAAR (ref. [29]) on the latent-variable model. Because the
+fixed interval (eq. (14)); it uses MHAAR (Andrieu, Yildirim, Doucet and Chopin, arXiv:2101.01253) on the latent-variable model. Because the
 likelihood ``p(y | mu, sigma; l, r, eps)`` is available in closed form
 (:func:`dpbayes.truncation.loglik_privatised_normal`), the same posterior of ``theta`` is targeted
 here *exactly* by a plain random-walk Metropolis-Hastings on ``(mu, log sigma)``: integrating the
@@ -108,7 +108,7 @@ def rwm_exact(
 ) -> MCMCResult:
     """Random-walk MH on ``(mu, log sigma)`` targeting ``p(theta | y_{1:n})`` exactly.
 
-    A documented exact alternative to the paper's MHAAR baseline (Section 4.1, ref. [29]): same
+    A documented exact alternative to the paper's MHAAR baseline (Section 4.1; Andrieu et al., arXiv:2101.01253): same
     target, no latent variables. During burn-in the Gaussian proposal is adapted (adaptive
     Metropolis: covariance of the chain so far, scaled by a Robbins-Monro factor steering the
     acceptance rate to ``target_acceptance``); it is frozen afterwards, so the post-burn-in

@@ -17,8 +17,8 @@ Two samplers are implemented, both vectorised over particles:
   ``O(N n^2)``.
 * :func:`smc_exact` -- an SMC on ``theta`` alone that weights with the exact likelihood
   ``p(y_t | mu, sigma; l_t, r_t, eps)`` (:func:`dpbayes.truncation.loglik_privatised_normal`)
-  and resamples/moves only when the effective sample size drops (IBIS, Chopin 2002, the
-  paper's ref. [4]). It targets the same marginal posterior of ``theta`` without latent
+  and resamples/moves only when the effective sample size drops (IBIS, Chopin 2002,
+  Biometrika 89(3)). It targets the same marginal posterior of ``theta`` without latent
   variables.
 
 Priors are those of the paper's Section 4.1: ``mu ~ N(0, 10^4)``, ``sigma^2 ~ IG(1, 1)``.
