@@ -270,7 +270,7 @@ class _Posterior:
     #: with centred first moments, padded so that index ``j + 1`` of ``L*`` and ``j`` of ``R*`` is count
     #: ``j`` (``-1 .. m`` and ``0 .. m + 1``; zero at the pads). ``L0[k] = sum_{k' <= k} w a^(k - k')``,
     #: ``L1c[k] = sum_{k' <= k} (k - k') w a^(k - k')``, ``R0[k] = sum_{k' >= k} w a^(k' - k)``,
-    #: ``R1c[k] = sum_{k' >= k} (k' - k) w a^(k' - k)``, ``a = e^-eps`` (see :func:`_abs_integrand_local`).
+    #: ``R1c[k] = sum_{k' >= k} (k' - k) w a^(k' - k)``, ``a = e^-eps`` (see :func:`_integrand_local`).
     lin: tuple[float, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] | None = None
 
     @classmethod
@@ -374,6 +374,15 @@ class _Posterior:
         return np.where(tc <= j, below, above)
 
     def mean(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self.lin is not None:
+            # the posterior is the same for every y <= c0 (every y >= c0 + m): clip, then the linear sums
+            _, l0, l1c, r0, r1c = self.lin
+            ys = np.clip(y - self.c0, 0.0, float(self.m))
+            jl = np.minimum(np.floor(ys), self.m - 1).astype(np.int64) if self.m > 0 else np.zeros(ys.shape, np.int64)
+            d = ys - jl
+            fa, fb = np.exp(-self.eps * d), np.exp(-self.eps * (1.0 - d))
+            e = (fb * (r1c[jl + 1] + r0[jl + 1]) - fa * l1c[jl + 1]) / (fa * l0[jl + 1] + fb * r0[jl + 1])
+            return self.c0 + np.clip(jl + e, 0.0, self.m)
         j = self.segment(y)
         return self.c0 + np.clip(np.exp(self.log_z(y, j, 1) - self.log_z(y, j, 0)), 0.0, self.m)
 
@@ -567,10 +576,10 @@ def _integrand(post: _Posterior, name: str, y: NDArray[np.float64], metric: str)
     return density * np.clip(win, 0.0, 1.0)
 
 
-def _abs_integrand_local(
-    post: _Posterior, name: str, j: NDArray[np.int64], d: NDArray[np.float64]
+def _integrand_local(
+    post: _Posterior, name: str, j: NDArray[np.int64], d: NDArray[np.float64], metric: str = "abs"
 ) -> NDArray[np.float64]:
-    """:func:`_integrand` for ``metric="abs"`` on a window, at ``y = c0 + j + d`` (``j`` an integer).
+    """:func:`_integrand` on a window, at ``y = c0 + j + d`` (``j`` an integer), from :attr:`_Posterior.lin`.
 
     The response is passed as an integer and a fraction so that the quadrature nodes keep their
     digits: at ``y ~ 10**7`` an ulp is ``2e-9``, and nodes shifted by it (the same way in every piece)
@@ -609,6 +618,16 @@ def _abs_integrand_local(
         m_j = np.clip(d, -float(post.c0) - j, float(post.n - post.c0) - j)
     else:
         m_j = d
+    density = 0.5 * eps * np.exp(post.lin[0]) * z
+    if metric == "prob":
+        # |c - m| < |c - y|  <=>  c < mid when y > m,  c > mid when y < m  (mid = (y + m) / 2)
+        mid = 0.5 * (d + m_j)
+        t_low = np.clip(j + np.ceil(mid).astype(np.int64) - 1, -1, mm)
+        t_high = np.clip(j + np.floor(mid).astype(np.int64), -1, mm)
+        win_low = _cdf_local(post, j, d, z, t_low)
+        win_high = 1.0 - _cdf_local(post, j, d, z, t_high)
+        win = np.where(d > m_j, win_low, np.where(d < m_j, win_high, 0.0))
+        return density * np.clip(win, 0.0, 1.0)
     t = np.clip(j + np.floor(m_j).astype(np.int64), -1, mm)
     frac = m_j - (t - j)
     mean_minus_t = (j - t) + e  # E[C - c0 - t | y]
@@ -627,8 +646,74 @@ def _abs_integrand_local(
     s_above = np.where(left_side, below_l + mean_minus_t, above_r)
     f0 = np.where(left_side, f0_l, f0_r)
     loss = frac * (2.0 * f0 - 1.0) + s_below + s_above
-    density = 0.5 * eps * np.exp(post.lin[0]) * z
     return density * np.maximum(loss, 0.0)
+
+
+def _prob_local(post: _Posterior, name: str, a_loc: NDArray[np.float64], b_loc: NDArray[np.float64]) -> float:
+    """The ``prob`` integral over pieces ``[a_loc, b_loc]`` (window coordinates) in closed form.
+
+    On a piece the label of :func:`_labels` is constant: the estimate is on one side of ``y`` and the
+    threshold ``t`` of the win probability is fixed. The density times the win probability is then
+    ``(eps / 2) e^top`` times ``z F0(t)`` or ``z (1 - F0(t))``, a combination of ``e^{-eps d}`` and
+    ``e^{eps d}`` with constant coefficients (:func:`_cdf_local`): integrated exactly, no nodes.
+    """
+    assert post.lin is not None
+    top, l0, _, r0, _ = post.lin
+    eps, mm = post.eps, post.m
+    jp = np.floor(0.5 * (a_loc + b_loc)).astype(np.int64)
+    j = np.clip(jp, -1, mm)
+    d1 = (a_loc - jp) + (jp - j)
+    d2 = (b_loc - jp) + (jp - j)
+    dm = 0.5 * (d1 + d2)
+    # the estimate and the side of y at the piece's midpoint
+    if name == "naive":
+        return 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        fa = np.where(j >= 0, np.exp(-eps * dm), 0.0)
+        fb = np.where(j < mm, np.exp(-eps * (1.0 - dm)), 0.0)
+        z = fa * l0[j + 1] + fb * r0[j + 1]
+    if name == "mean":
+        _, _, l1c, _, r1c = post.lin
+        e = (fb * (r1c[j + 1] + r0[j + 1]) - fa * l1c[j + 1]) / z
+        m_j = np.clip(e, -j.astype(float), (mm - j).astype(float))
+    elif name == "median":
+        m_j = post.median(post.c0 + (j + dm)) - (post.c0 + j)
+    else:  # clamped
+        m_j = np.clip(dm, -float(post.c0) - j, float(post.n - post.c0) - j)
+    mid = 0.5 * (dm + m_j)
+    above = dm > m_j  # y > m: wins for c <= t_low; y < m: wins for c > t_high
+    t = np.where(above, j + np.ceil(mid).astype(np.int64) - 1, j + np.floor(mid).astype(np.int64))
+    t = np.clip(t, -1, mm)
+    width = -np.expm1(-eps * (d2 - d1)) / eps
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        ia = np.where(j >= 0, np.exp(-eps * d1) * width, 0.0)  # int e^{-eps d}
+        ib = np.where(j < mm, np.exp(-eps * (1.0 - d2)) * width, 0.0)  # int e^{-eps (1 - d)}
+        left_side = t <= j
+        tl = np.where(left_side, t, j)
+        tr = np.where(left_side, j, t)
+        below_t = np.exp(-eps * (j - tl)) * l0[tl + 1] * ia  # int z F0(t), t <= j
+        above_t = np.exp(-eps * (tr - j)) * r0[tr + 1] * ib  # int z (1 - F0(t)), t > j
+    total = l0[j + 1] * ia + r0[j + 1] * ib
+    low = np.where(left_side, below_t, total - above_t)  # int z F0(t)
+    win = np.where(above, low, total - low)
+    win = np.where(dm == m_j, 0.0, np.clip(win, 0.0, total))
+    return float(0.5 * eps * np.exp(top) * np.sum(win))
+
+
+def _cdf_local(
+    post: _Posterior, j: NDArray[np.int64], d: NDArray[np.float64], z: NDArray[np.float64], t: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """``P(C - c0 <= t | y)`` at ``y = c0 + j + d`` (``j`` in ``[-1, m]``, ``t`` in ``[-1, m]``; ``z`` as in
+    :func:`_integrand_local`): the left sum at ``t`` when ``t <= j``, else one minus the right sum at ``t + 1``."""
+    assert post.lin is not None
+    _, l0, _, r0, _ = post.lin
+    left_side = t <= j
+    tl = np.where(left_side, t, j)
+    tr = np.where(left_side, j, t)
+    with np.errstate(under="ignore"):
+        below = np.exp(-post.eps * ((j - tl) + d)) * l0[tl + 1] / z
+        above = np.exp(-post.eps * ((tr + 1 - j) - d)) * r0[tr + 1] / z
+    return np.where(left_side, below, 1.0 - above)
 
 
 def _tails(post: _Posterior, name: str, metric: str) -> float:
@@ -676,7 +761,9 @@ def _exact_metric(estimator: str, n: int, p: float, eps: float, metric: str, win
     post = _model_posterior(n, p, eps, window)
     edges = _pieces(post, estimator, metric)
     a, b = edges[:-1], edges[1:]
-    local = metric == "abs" and post.lin is not None
+    local = post.lin is not None
+    if local and metric == "prob":
+        return _prob_local(post, estimator, edges[:-1] - post.c0, edges[1:] - post.c0) + _tails(post, estimator, metric)
     if local:
         a_loc, b_loc = a - post.c0, b - post.c0  # grid edges exactly; bisected ones to an ulp of the edge
     nodes, weights = _GAUSS
@@ -691,7 +778,7 @@ def _exact_metric(estimator: str, n: int, p: float, eps: float, metric: str, win
             jp = np.floor(0.5 * (al + bl))
             d = 0.5 * ((al - jp) + (bl - jp))[:, None] + 0.5 * (bl - al)[:, None] * nodes[None, :]
             jj = np.broadcast_to(jp.astype(np.int64)[:, None], d.shape)
-            vals = _abs_integrand_local(post, estimator, jj.ravel(), d.ravel()).reshape(d.shape)
+            vals = _integrand_local(post, estimator, jj.ravel(), d.ravel(), metric).reshape(d.shape)
         else:
             y = 0.5 * (a[sl] + b[sl])[:, None] + 0.5 * (b[sl] - a[sl])[:, None] * nodes[None, :]
             vals = _integrand(post, estimator, y.ravel(), metric).reshape(y.shape)
