@@ -811,15 +811,19 @@ def mean_abs_error(estimator: str, n: int, p: float, eps: float) -> float:
     The expectation over the binomial count and the Laplace response is written as
     ``int f(y) E[|C - m(y)| | y] dy``. On ``[0, n]`` the integrand is split where it is not
     smooth (integers, and the points where ``m(y)`` crosses an integer, located by bisection)
-    and integrated by 8-point Gauss-Legendre on pieces of width ``<= min(1/8, 1/(2 eps))``; outside ``[0, n]``
+    and integrated by 8-point Gauss-Legendre on pieces of width ``<= min(1/8, 1/(2 eps))`` (all counts,
+    ``n < 100`` or a prior too wide for a window) or ``<= min(1/2, 1/(2 eps))`` (the prior's effective
+    support: the counts within ``e^-92`` of the largest weight, mass left out < 1e-32); outside ``[0, n]``
     the estimate is constant (or ``y`` itself for ``naive``) and the integral is closed form.
-    For ``naive`` the result is ``1/eps`` (eq. (14)) up to quadrature error.
+    On the window the posterior sums are kept in linear scale relative to each response's unit segment,
+    with centred first moments (:func:`_integrand_local`): no term of the window's size cancels, and
+    for ``naive`` the result is ``1/eps`` (eq. (14)) to 3e-15 relative up to ``n = 10**7``.
 
     Parameters
     ----------
     estimator : {"naive", "clamped", "mean", "median"}
-    n, p, eps : model as in :func:`bayes_estimate` (``n <= MAX_N = 10**7``; cost ``O(n)`` up to ``n = 2000``,
-        then ``O(sqrt(n p (1 - p)) + log(n) / eps)`` on the prior's effective support).
+    n, p, eps : model as in :func:`bayes_estimate` (``n <= MAX_N = 10**7``; cost
+        ``O(sqrt(n p (1 - p)) + log(n) / eps)`` on the prior's effective support, ``O(n)`` below 100).
     """
     estimator = check_choice("estimator", estimator, ESTIMATORS)
     n, p, eps = _check_model(n, p, eps)
@@ -833,7 +837,9 @@ def prob_lower_error(estimator: str, n: int, p: float, eps: float) -> float:
     the conditional win probability is a posterior CDF value; it is integrated against the
     marginal density of ``y`` as in :func:`mean_abs_error`, with break points where
     ``(y + m(y)) / 2`` crosses an integer or ``y - m(y)`` changes sign. Strict inequality:
-    ``naive`` gives 0.
+    ``naive`` gives 0. On the prior's window the integral between break points is closed form
+    (:func:`_prob_local`); ``clamped`` keeps all counts up to ``n = 2000`` (its value, as small as
+    1e-154, comes from the counts near 0 and ``n``).
     """
     estimator = check_choice("estimator", estimator, ESTIMATORS)
     n, p, eps = _check_model(n, p, eps)
