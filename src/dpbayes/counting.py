@@ -527,6 +527,39 @@ def _mean_turning_points(post: _Posterior) -> NDArray[np.float64]:
     return post.c0 + pts_arr[keep]
 
 
+def _mean_integer_crossings(post: _Posterior) -> NDArray[np.float64]:
+    """Every ``y`` where the posterior mean crosses an integer, in closed form (a window's posterior).
+
+    On ``[j, j + 1)`` (window coordinates, ``d = y - c0 - j``) the mean is ``c0 + j + (u X - Y) / (L0 + u R0)``
+    with ``u = e^{-eps (1 - 2 d)}``, ``X = R1c[j + 1] + R0[j + 1]``, ``Y = L1c[j]``, ``L0 = L0[j]``,
+    ``R0 = R0[j + 1]`` (:attr:`_Posterior.lin`): increasing in ``d`` (the Laplace likelihood has a
+    monotone likelihood ratio), so it equals ``c0 + j + s`` at ``u = (s L0 + Y) / (X - s R0)``. Outside
+    the window's counts the mean is constant. Replaces 44 bisection steps per crossing.
+    """
+    assert post.lin is not None
+    _, l0, l1c, r0, r1c = post.lin
+    if post.m < 1:
+        return np.empty(0)
+    j = np.arange(post.m)  # segments [j, j + 1) inside the window's counts
+    x = r1c[j + 1] + r0[j + 1]
+    yy = l1c[j + 1]
+    a0, b0 = l0[j + 1], r0[j + 1]
+    ea = float(np.exp(-post.eps))
+    e_left = (ea * x - yy) / (a0 + ea * b0)  # d = 0: u = e^-eps
+    e_right = (x / ea - yy) / (a0 + b0 / ea)  # d = 1: u = e^eps
+    first = np.floor(j + e_left).astype(np.int64) + 1
+    last = np.floor(j + e_right).astype(np.int64)
+    count = np.maximum(last - first + 1, 0)
+    seg = np.repeat(np.arange(j.size), count)
+    target = np.repeat(first, count) + (np.arange(seg.size) - np.repeat(np.cumsum(count) - count, count))
+    sv = (target - j[seg]).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = (sv * a0[seg] + yy[seg]) / (x[seg] - sv * b0[seg])
+        d = 0.5 * (1.0 + np.log(u) / post.eps)
+    keep = np.isfinite(d) & (d > 0.0) & (d < 1.0)
+    return post.c0 + (j[seg][keep] + d[keep])
+
+
 def _pieces(post: _Posterior, name: str, metric: str) -> NDArray[np.float64]:
     """Break points of the integrand on ``[0, n]``: a fine grid plus bisected label changes."""
     # features of the posterior have width ~1/eps: scan more finely for large eps
@@ -534,6 +567,8 @@ def _pieces(post: _Posterior, name: str, metric: str) -> NDArray[np.float64]:
     subdiv = int(min(64, max(_SUBDIV if full else _SUBDIV_WINDOW, np.ceil(2 * post.eps))))
     y_lo, y_hi = _response_window(post)
     grid = np.linspace(y_lo, y_hi, (y_hi - y_lo) * subdiv + 1)
+    if name == "mean" and metric == "abs" and post.lin is not None:
+        return np.unique(np.concatenate((grid, _mean_integer_crossings(post))))
     lab = _labels(post, name, grid, metric)
     change = np.nonzero(lab[1:] != lab[:-1])[0]
     start, end = grid[change], grid[change + 1]
