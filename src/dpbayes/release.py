@@ -285,28 +285,56 @@ def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[
 
     A count is kept when ``w_y a^|z - y| >= _WINDOW_TOL / (n + 1) * sum_y' w_y' a^|z - y'|``; the
     window is the hull of those counts (a superset), found with prefix / suffix maxima of
-    ``log w_y +- eps y`` and binary search, ``O(n log n)``. Logarithms of cumulative sums locate the
-    window only; the sums themselves are computed elsewhere.
+    ``log w_y +- eps y`` and binary search, ``O(n log n)``. The sums ``sum_y' w_y' a^|z - y'|`` only
+    place the threshold: they come from two first-order recursions in linear scale (``log_w <= 0``
+    with maximum 0), or from cumulative ``logaddexp`` when some of them fall below ``1e-280``. The
+    second binary search of each side runs only on the ``z`` whose first one lands on the wrong side.
     """
+    from scipy.signal import lfilter
+
     n = log_w.size - 1
-    y = np.arange(n + 1, dtype=float)
-    A, B = log_w + eps * y, log_w - eps * y  # w_y a^(z - y) = e^(A_y - eps z); w_y a^(y - z) = e^(B_y + eps z)
-    log_left = np.logaddexp.accumulate(A) - eps * y  # log sum_{y <= z}
-    log_right = np.concatenate((np.logaddexp.accumulate(B[::-1])[::-1][1:], [-np.inf])) + eps * y  # y > z
-    level = np.logaddexp(log_left, log_right) + np.log(_WINDOW_TOL) - np.log(n + 1.0)
+    a = float(np.exp(-eps))
+    eps_y = eps * np.arange(n + 1, dtype=float)
+    with np.errstate(under="ignore"):
+        w = np.exp(log_w)
+    level = lfilter([1.0], [1.0, -a], w)  # sum_{y <= z} a^(z - y) w_y
+    level += lfilter([0.0, a], [1.0, -a], w[::-1])[::-1]  # + sum_{y > z}
+    del w
+    if np.min(level) > 1e-280:
+        np.log(level, out=level)
+    else:  # log space where the linear sums underflow
+        A = log_w + eps_y
+        level = np.logaddexp.accumulate(A) - eps_y
+        del A
+        B = log_w - eps_y
+        right = np.logaddexp.accumulate(B[::-1])[::-1]
+        del B
+        right[:-1] = right[1:]
+        right[-1] = -np.inf
+        right += eps_y
+        np.logaddexp(level, right, out=level)
+        del right
+    level += np.log(_WINDOW_TOL) - np.log(n + 1.0)
     z = np.arange(n + 1)
-    pre_a, pre_b = np.maximum.accumulate(A), np.maximum.accumulate(B)
-    suf_a, suf_b = np.maximum.accumulate(A[::-1]), np.maximum.accumulate(B[::-1])  # reversed suffix maxima
-    # first y (overall) with A_y >= level + eps z: kept on the left of z if it is <= z
-    first_a = np.searchsorted(pre_a, level + eps * z, side="left")
-    first_b = np.searchsorted(pre_b, level - eps * z, side="left")
-    lo = np.where(first_a <= z, first_a, np.maximum(first_b, z))
-    # last y with B_y >= level - eps z: kept on the right of z if it is >= z
-    last_b = n - np.searchsorted(suf_b, level - eps * z, side="left")
-    last_a = n - np.searchsorted(suf_a, level + eps * z, side="left")
-    hi = np.where(last_b >= z, last_b, np.minimum(last_a, z))
-    lo, hi = np.clip(lo, 0, n), np.clip(hi, 0, n)
-    return lo.astype(np.int64), np.maximum(hi, lo).astype(np.int64)
+    # first y (overall) with A_y = log w_y + eps y >= level + eps z: kept on the left of z if it is <= z;
+    # otherwise the first y >= z with B_y = log w_y - eps y >= level - eps z
+    pre = np.maximum.accumulate(log_w + eps_y)
+    lo = np.searchsorted(pre, level + eps_y, side="left")
+    need = np.flatnonzero(lo > z)
+    np.maximum.accumulate(log_w - eps_y, out=pre)
+    lo[need] = np.maximum(np.searchsorted(pre, level[need] - eps_y[need], side="left"), need)
+    # last y with B_y >= level - eps z: kept on the right of z if it is >= z; otherwise the last y <= z
+    # with A_y >= level + eps z (reversed suffix maxima)
+    np.maximum.accumulate((log_w - eps_y)[::-1], out=pre)
+    hi = n - np.searchsorted(pre, level - eps_y, side="left")
+    need = np.flatnonzero(hi < z)
+    np.maximum.accumulate((log_w + eps_y)[::-1], out=pre)
+    hi[need] = np.minimum(n - np.searchsorted(pre, level[need] + eps_y[need], side="left"), need)
+    del pre, level, eps_y, z
+    np.clip(lo, 0, n, out=lo)
+    np.clip(hi, 0, n, out=hi)
+    np.maximum(hi, lo, out=hi)
+    return lo.astype(np.int64, copy=False), hi.astype(np.int64, copy=False)
 
 
 def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple[NDArray[np.float64], float]:
@@ -474,6 +502,42 @@ _LAST_TERM = 2e-15
 _LEVEL_ENTRIES = 1 << 15  # (level, count) entries of one block (15 sequences x 3 arrays x 8 bytes: 12 MB)
 
 
+def _kernel_sums_at(
+    seqs: NDArray[np.float64], ar: float, row_of: NDArray[np.int64], col: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """``sum_y ar^|c - y| seqs[s, r, y]`` at the pairs ``(r, c) = (row_of[i], col[i])``, shape ``(S, len(col))``.
+
+    Two first-order recursions along the last axis, ``left[c] = x[c] + ar left[c - 1]`` and ``right[c] =
+    ar x[c + 1] + ar right[c + 1]`` (the arithmetic of ``scipy.signal.lfilter``). Short, many rows: a
+    loop over the columns, each step one vectorised operation on all sequences and rows; otherwise
+    ``lfilter``, whose cost per element is several times higher but has no per-column overhead.
+    """
+    from scipy.signal import lfilter
+
+    n_seq, n_row, width = seqs.shape
+    if n_seq * n_row < 512:
+        den = [1.0, -ar]
+        out = lfilter([1.0], den, seqs, axis=-1)[:, row_of, col]
+        out += lfilter([0.0, ar], den, seqs[..., ::-1], axis=-1)[:, row_of, width - 1 - col]
+        return out
+    x = np.ascontiguousarray(np.moveaxis(seqs, -1, 0))  # (width, sequences, rows): one column a step
+    left = np.empty_like(x)
+    left[0] = x[0]
+    for c in range(1, width):
+        np.multiply(left[c - 1], ar, out=left[c])
+        left[c] += x[c]
+    out = left[col, :, row_of]
+    right = left  # reused: left is no longer needed
+    right[width - 1] = 0.0
+    tmp = np.empty_like(x[0])
+    for c in range(width - 2, -1, -1):
+        np.multiply(x[c + 1], ar, out=tmp)
+        np.multiply(right[c + 1], ar, out=right[c])
+        right[c] += tmp
+    out += right[col, :, row_of]
+    return np.ascontiguousarray(out.T)
+
+
 def _median_by_levels(
     n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64], lo: NDArray[np.int64],
     hi: NDArray[np.int64], lbeta: NDArray[np.float64], guess: NDArray[np.float64],
@@ -593,14 +657,12 @@ def _median_by_levels(
             seqs[0], seqs[1], seqs[2], seqs[3] = w, v, wd, g
             for j in range(1, K):
                 np.multiply(seqs[2 + j], u, out=seqs[3 + j])
-            left = lfilter([1.0], den, seqs, axis=-1)
-            right = lfilter([0.0, ar], den, seqs[..., ::-1], axis=-1)[..., ::-1]
-            tot = left + right
-            # the z of these levels: their row and column
+            # the z of these levels: their row and column; the two one-sided sums only at those columns
             z_blk = zs[starts[r0]:ends[r1 - 1]]
             row_of = np.repeat(np.arange(r1 - r0), ends[r0:r1] - starts[r0:r1])
             col = z_blk - ylo[r0 + row_of]
-            S = tot[:, row_of, col] * c_row[z_blk]
+            S = _kernel_sums_at(seqs, ar, row_of, col)
+            S *= c_row[z_blk]
             pz, phi0, rd0 = S[0], S[1], S[2]
             # T_k = sum_y G g_y P_k(u_y) = sum_j C[k, level, j] M_j: a batched product per level
             counts = ends[r0:r1] - starts[r0:r1]
