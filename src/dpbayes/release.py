@@ -42,8 +42,8 @@ from dpbayes import counting
 from dpbayes._extras import lazy_module, require
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import (
-    _geometric_row_factors, beta_posterior_mean_remap, beta_prior_on_grid, betabinom_logpmf,
-    truncated_geometric_logmatrix, ubapp_exact,
+    _geometric_row_factors, _log_space_mean_offset, beta_posterior_mean_remap, beta_prior_on_grid,
+    betabinom_logpmf, geometric_kernel_sums, truncated_geometric_logmatrix, ubapp_exact,
 )
 from dpbayes.validation import (
     check_choice, check_distribution, check_grid, check_int, check_positive,
@@ -366,13 +366,31 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     log_w = log_w - scale_log
     lo_all, hi_all = _posterior_windows(log_w, eps)
     lbeta = special.betaln(a + y_all, b + n - y_all)
-    guess = beta_posterior_mean_remap(n, eps, a, b)[0]
+    guess = _posterior_mean_guess(n, eps, a, b, log_w)
     estimates, risk_z = _median_by_levels(n, eps, a, b, log_w, lo_all, hi_all, lbeta, guess)
     rest = np.flatnonzero(~np.isfinite(estimates))
     if rest.size:
         est_rest, risk_rest = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, lbeta, rest)
         estimates[rest], risk_z[rest] = est_rest, risk_rest
     return estimates, float(np.exp(scale_log) * np.sum(risk_z))
+
+
+def _posterior_mean_guess(n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``E[theta | z]``, the starting points of :func:`_median_by_levels`: the estimates of
+    :func:`dpbayes.ubapp.beta_posterior_mean_remap` by the same arithmetic, from the already scaled
+    Beta-binomial log weights ``log_w`` (maximum 0) and without that function's second moment and risk."""
+    with np.errstate(under="ignore"):
+        w = np.exp(log_w)
+    s0, s1 = geometric_kernel_sums(w, eps, 1)
+    del w
+    ok = s0 > 1e-280
+    shift = np.zeros(n + 1)
+    shift[ok] = s1[ok] / s0[ok]
+    if not np.all(ok):
+        shift[~ok] = _log_space_mean_offset(log_w, eps)[~ok]
+    shift += a + np.arange(n + 1, dtype=float)
+    shift /= a + b + n
+    return shift
 
 
 def beta_posterior_median_remap_window(n: int, eps: float, a: float, b: float) -> tuple[NDArray[np.float64], float]:
@@ -503,39 +521,52 @@ _LEVEL_ENTRIES = 1 << 15  # (level, count) entries of one block (15 sequences x 
 
 
 def _kernel_sums_at(
-    seqs: NDArray[np.float64], ar: float, row_of: NDArray[np.int64], col: NDArray[np.int64]
+    seqs: NDArray[np.float64], eps: float, row_of: NDArray[np.int64], col: NDArray[np.int64], c0: int, c1: int,
 ) -> NDArray[np.float64]:
-    """``sum_y ar^|c - y| seqs[s, r, y]`` at the pairs ``(r, c) = (row_of[i], col[i])``, shape ``(S, len(col))``.
+    """``sum_y a^|c - y| seqs[s, r, y]`` (``a = e^-eps``) at ``(r, c) = (row_of[i], col[i])``: shape ``(S, len(col))``.
 
-    Two first-order recursions along the last axis, ``left[c] = x[c] + ar left[c - 1]`` and ``right[c] =
-    ar x[c + 1] + ar right[c + 1]`` (the arithmetic of ``scipy.signal.lfilter``). Short, many rows: a
-    loop over the columns, each step one vectorised operation on all sequences and rows; otherwise
-    ``lfilter``, whose cost per element is several times higher but has no per-column overhead.
+    All wanted columns lie in ``[c0, c1]``. The parts of the rows outside that segment enter through
+    two tail sums per row and sequence, ``L = sum_(y < c0) a^(c0 - 1 - y) s_y`` and ``R = sum_(y > c1)
+    a^(y - c1) s_y`` (two matrix-vector products against the kernel's powers ``e^(-eps m)``); inside the
+    segment two first-order recursions (``lfilter`` started from the tails) give ``left[c] = s_c + a
+    left[c - 1]`` and ``right[c] = a (s_(c + 1) + right[c + 1])``. The recursions thus run over the
+    ``z`` of the levels only, not over their whole windows (about ``92 / eps`` wider).
     """
     from scipy.signal import lfilter
 
+    ar = float(np.exp(-eps))
+    den = [1.0, -ar]
     n_seq, n_row, width = seqs.shape
-    if n_seq * n_row < 512:
-        den = [1.0, -ar]
-        out = lfilter([1.0], den, seqs, axis=-1)[:, row_of, col]
-        out += lfilter([0.0, ar], den, seqs[..., ::-1], axis=-1)[:, row_of, width - 1 - col]
-        return out
-    x = np.ascontiguousarray(np.moveaxis(seqs, -1, 0))  # (width, sequences, rows): one column a step
-    left = np.empty_like(x)
-    left[0] = x[0]
-    for c in range(1, width):
-        np.multiply(left[c - 1], ar, out=left[c])
-        left[c] += x[c]
-    out = left[col, :, row_of]
-    right = left  # reused: left is no longer needed
-    right[width - 1] = 0.0
-    tmp = np.empty_like(x[0])
-    for c in range(width - 2, -1, -1):
-        np.multiply(x[c + 1], ar, out=tmp)
-        np.multiply(right[c + 1], ar, out=right[c])
-        right[c] += tmp
-    out += right[col, :, row_of]
-    return np.ascontiguousarray(out.T)
+    flat = seqs.reshape(n_seq * n_row, width)  # a view: seqs is contiguous
+    tail_l = flat[:, :c0] @ np.exp(-eps * np.arange(c0 - 1, -1, -1, dtype=float))
+    tail_r = flat[:, c1 + 1:] @ np.exp(-eps * np.arange(1, width - c1, dtype=float))
+    seg_len = c1 - c0 + 1
+    if n_seq * n_row >= 512:  # many rows: a loop over the segment's columns (the arithmetic of lfilter)
+        seg = np.ascontiguousarray(seqs[:, :, c0:c1 + 1].transpose(2, 1, 0))  # (column, row, sequence)
+        acc = np.empty_like(seg)
+        np.multiply(tail_l.reshape(n_seq, n_row).T, ar, out=acc[0])
+        acc[0] += seg[0]
+        for c in range(1, seg_len):
+            np.multiply(acc[c - 1], ar, out=acc[c])
+            acc[c] += seg[c]
+        idx = (col - c0) * n_row + row_of
+        out_l: NDArray[np.float64] = np.take(acc.reshape(seg_len * n_row, n_seq), idx, axis=0)
+        acc[seg_len - 1] = tail_r.reshape(n_seq, n_row).T
+        tmp = np.empty_like(seg[0])
+        for c in range(seg_len - 2, -1, -1):
+            np.multiply(seg[c + 1], ar, out=tmp)
+            np.multiply(acc[c + 1], ar, out=acc[c])
+            acc[c] += tmp
+        out_l += np.take(acc.reshape(seg_len * n_row, n_seq), idx, axis=0)
+        return out_l.T
+    idx = row_of * seg_len + (col - c0)
+    left = lfilter([1.0], den, flat[:, c0:c1 + 1], axis=-1, zi=(ar * tail_l)[:, None])[0]
+    out: NDArray[np.float64] = np.take(left.reshape(n_seq, n_row * seg_len), idx, axis=1)
+    del left
+    right = lfilter([0.0, ar], den, flat[:, c1:c0 - 1 if c0 > 0 else None:-1], axis=-1, zi=tail_r[:, None])[0]
+    idx = row_of * seg_len + (c1 - col)
+    out += np.take(right.reshape(n_seq, n_row * seg_len), idx, axis=1)
+    return out
 
 
 def _median_by_levels(
@@ -599,24 +630,27 @@ def _median_by_levels(
         zs, js = pending[order], jz[order]
         starts = np.flatnonzero(np.concatenate(([True], js[1:] != js[:-1])))
         levels = js[starts]
-        ylo = np.minimum(np.minimum.reduceat(lo[zs], starts), np.minimum.reduceat(zs, starts))
-        yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), np.maximum.reduceat(zs, starts))
+        zlo, zhi = np.minimum.reduceat(zs, starts), np.maximum.reduceat(zs, starts)
+        ylo = np.minimum(np.minimum.reduceat(lo[zs], starts), zlo)
+        yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), zhi)
         ends = np.append(starts[1:], zs.size)
         retry_z, retry_j = [], []
         r0 = 0
-        while r0 < levels.size:  # blocks of levels, padded to their longest window
-            r1, width = r0, 0
+        while r0 < levels.size:  # blocks of levels; rows aligned on their smallest z, padded to the longest
+            r1, pad_l, pad_r = r0, 0, 0
             while r1 < levels.size:
-                w_next = max(width, int(yhi[r1] - ylo[r1] + 1))
-                if r1 > r0 and (r1 - r0 + 1) * w_next > _LEVEL_ENTRIES:
+                pl, pr = max(pad_l, int(zlo[r1] - ylo[r1])), max(pad_r, int(yhi[r1] - zlo[r1]))
+                if r1 > r0 and (r1 - r0 + 1) * (pl + pr + 1) > _LEVEL_ENTRIES:
                     break
-                width, r1 = w_next, r1 + 1
+                pad_l, pad_r, r1 = pl, pr, r1 + 1
+            width = pad_l + pad_r + 1
             rows = slice(r0, r1)
+            base = zlo[rows] - pad_l  # column c of row r is the count base[r] + c; zlo[r] is column pad_l
             t = np.sin(levels[rows] * hu) ** 2
             sig = np.sqrt(t * (1.0 - t) / N)
-            ys = ylo[rows, None] + np.arange(width)[None, :]
-            valid = ys <= yhi[rows, None]
-            ysc = np.minimum(ys, n)
+            ys = base[:, None] + np.arange(width)[None, :]
+            valid = (ys >= ylo[rows, None]) & (ys <= yhi[rows, None])
+            ysc = np.clip(ys, 0, n)
             yf = ysc.astype(float)
             al, be = a + yf, b + n - yf
             tc, lt, l1t = t[:, None], np.log(t)[:, None], np.log1p(-t)[:, None]
@@ -627,7 +661,7 @@ def _median_by_levels(
                 g = np.exp(lw + log_pdf)
                 d = np.where(valid, np.exp(log_pdf + lt - np.log(al)), 0.0)
             # I_t(al_y, be_y) from one betainc at the count whose component is centred nearest t
-            anchor = np.clip(np.rint(t * N - a).astype(np.int64) - ylo[rows], 0, (yhi[rows] - ylo[rows]))
+            anchor = np.clip(np.rint(t * N - a).astype(np.int64), ylo[rows], yhi[rows]) - base
             ridx = np.arange(r1 - r0)
             i_anchor = special.betainc(al[ridx, anchor], be[ridx, anchor], t)
             cex = np.concatenate((np.zeros((ridx.size, 1)), np.cumsum(d[:, :-1], axis=1)), axis=1)
@@ -660,8 +694,7 @@ def _median_by_levels(
             # the z of these levels: their row and column; the two one-sided sums only at those columns
             z_blk = zs[starts[r0]:ends[r1 - 1]]
             row_of = np.repeat(np.arange(r1 - r0), ends[r0:r1] - starts[r0:r1])
-            col = z_blk - ylo[r0 + row_of]
-            S = _kernel_sums_at(seqs, ar, row_of, col)
+            S = _kernel_sums_at(seqs, eps, row_of, z_blk - base[row_of], pad_l, pad_l + int(np.max(zhi[rows] - zlo[rows])))
             S *= c_row[z_blk]
             pz, phi0, rd0 = S[0], S[1], S[2]
             # T_k = sum_y G g_y P_k(u_y) = sum_j C[k, level, j] M_j: a batched product per level
@@ -684,9 +717,11 @@ def _median_by_levels(
                 cv = coef_v if full else coef_v[:, active]
                 cd = coef_d if full else coef_d[:, active]
                 val, der = np.zeros_like(xa), np.zeros_like(xa)
-                for k in range(kk, 0, -1):  # Horner
-                    val = (val + cv[k - 1]) * xa
-                    der = der * xa + cd[k - 1]
+                for k in range(kk, 0, -1):  # Horner, in place
+                    val += cv[k - 1]
+                    val *= xa
+                    der *= xa
+                    der += cd[k - 1]
                 sa, ta = (s_z, target) if full else (s_z[active], target[active])
                 with np.errstate(divide="ignore", invalid="ignore"):
                     step = (sa * val - ta) / (sa * der)
@@ -701,7 +736,7 @@ def _median_by_levels(
                     active = active[moving]
                 if active.size == 0:
                     break
-            last = np.abs(s_z * T[K - 1] * x**K / fact[K])
+            last = np.abs(s_z * T[K - 1] * x**K / fact[K]) if K != 12 else np.abs(s_z * T[K - 1] * ((x * x) ** 2) ** 3 / fact[K])
             acc = np.zeros_like(x)
             for k in range(K + 1, 1, -1):  # Horner: sum_(k >= 2) T_(k-2) x^k / k!
                 acc = (acc + T[k - 2] / fact[k]) * x
