@@ -518,6 +518,7 @@ _TAYLOR_TERMS = 12
 _TRUST = 0.16
 _LAST_TERM = 2e-15
 _LEVEL_ENTRIES = 1 << 15  # (level, count) entries of one block (15 sequences x 3 arrays x 8 bytes: 12 MB)
+_LEVEL_MIN_ROWS = 8  # levels per block at least (wide windows: fewer blocks, less per-block overhead)
 
 
 def _kernel_sums_at(
@@ -604,15 +605,11 @@ def _median_by_levels(
         Median of ``theta`` given ``z`` and ``sum_y P(z, y) E|theta - median| / exp(max log w)``
         (NaN where not solved).
     """
-    from scipy.signal import lfilter
-
     K = _TAYLOR_TERMS
     N = n + a + b
     hu = _LEVEL_STEP / (2.0 * np.sqrt(N))
     J = int(np.floor(0.5 * np.pi / hu))
     c_row = _geometric_row_factors(n, eps)
-    ar = float(np.exp(-eps))
-    den = [1.0, -ar]
     fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
     binom = [[float(special.comb(k, i, exact=True)) for i in range(k + 1)] for k in range(K)]
     estimates = np.full(n + 1, np.nan)
@@ -640,7 +637,7 @@ def _median_by_levels(
             r1, pad_l, pad_r = r0, 0, 0
             while r1 < levels.size:
                 pl, pr = max(pad_l, int(zlo[r1] - ylo[r1])), max(pad_r, int(yhi[r1] - zlo[r1]))
-                if r1 > r0 and (r1 - r0 + 1) * (pl + pr + 1) > _LEVEL_ENTRIES:
+                if r1 - r0 >= _LEVEL_MIN_ROWS and (r1 - r0 + 1) * (pl + pr + 1) > _LEVEL_ENTRIES:
                     break
                 pad_l, pad_r, r1 = pl, pr, r1 + 1
             width = pad_l + pad_r + 1
@@ -673,7 +670,16 @@ def _median_by_levels(
             # coefficients depend on the level only, so the sums need the moments sum_y G g_y u^j
             s_t, s_1t = sig / t, sig / (1.0 - t)
             d1 = sig / (t * (1.0 - t))
+            # the moments need only the columns where some row's sigma pdf_y(t) |u|^(K - 1) (n + 1) is above
+            # e^-70 (their terms are at most that share of P(z)): the components' core, not the whole window
+            c0, c1 = pad_l, pad_l + int(np.max(zhi[rows] - zlo[rows]))
             u = (yf + (a - 1.0) - (N - 2.0) * tc) * d1[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                size = log_pdf + np.log(sig)[:, None] + (K - 1) * np.log(np.maximum(np.abs(u), 1.0)) + np.log(n + 1.0)
+            kept = np.flatnonzero(np.any(valid & (size > -70.0), axis=0))
+            g0 = min(c0, int(kept[0])) if kept.size else c0
+            g1 = max(c1, int(kept[-1])) if kept.size else c1
+            del size, kept
             p_m = [np.zeros_like(t), np.zeros_like(t)]
             q_m = [np.zeros_like(t), np.ones_like(t)]
             for m in range(2, K + 1):
@@ -687,14 +693,21 @@ def _median_by_levels(
                     prev = binom[k][i] * C[k - i]
                     C[k + 1] += p_m[i + 1][:, None] * prev
                     C[k + 1, :, 1:] += q_m[i + 1][:, None] * prev[:, :-1]
-            seqs = np.empty((K + 3,) + w.shape)
-            seqs[0], seqs[1], seqs[2], seqs[3] = w, v, wd, g
+            seqs = np.empty((3,) + w.shape)
+            seqs[0], seqs[1], seqs[2] = w, v, wd
+            moms = np.empty((K,) + (w.shape[0], g1 - g0 + 1))
+            moms[0] = g[:, g0:g1 + 1]
+            u = u[:, g0:g1 + 1]
             for j in range(1, K):
-                np.multiply(seqs[2 + j], u, out=seqs[3 + j])
+                np.multiply(moms[j - 1], u, out=moms[j])
             # the z of these levels: their row and column; the two one-sided sums only at those columns
             z_blk = zs[starts[r0]:ends[r1 - 1]]
             row_of = np.repeat(np.arange(r1 - r0), ends[r0:r1] - starts[r0:r1])
-            S = _kernel_sums_at(seqs, eps, row_of, z_blk - base[row_of], pad_l, pad_l + int(np.max(zhi[rows] - zlo[rows])))
+            col = z_blk - base[row_of]
+            S = np.concatenate((
+                _kernel_sums_at(seqs, eps, row_of, col, c0, c1),
+                _kernel_sums_at(moms, eps, row_of, col - g0, c0 - g0, c1 - g0),
+            ))
             S *= c_row[z_blk]
             pz, phi0, rd0 = S[0], S[1], S[2]
             # T_k = sum_y G g_y P_k(u_y) = sum_j C[k, level, j] M_j: a batched product per level
@@ -736,7 +749,7 @@ def _median_by_levels(
                     active = active[moving]
                 if active.size == 0:
                     break
-            last = np.abs(s_z * T[K - 1] * x**K / fact[K]) if K != 12 else np.abs(s_z * T[K - 1] * ((x * x) ** 2) ** 3 / fact[K])
+            last = np.abs(s_z * T[K - 1] * x**K / fact[K])
             acc = np.zeros_like(x)
             for k in range(K + 1, 1, -1):  # Horner: sum_(k >= 2) T_(k-2) x^k / k!
                 acc = (acc + T[k - 2] / fact[k]) * x
