@@ -363,11 +363,13 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     y_all = np.arange(n + 1, dtype=float)
     log_w = betabinom_logpmf(y_all, n, a, b)
     scale_log = float(np.max(log_w))
-    log_w = log_w - scale_log
-    lo_all, hi_all = _posterior_windows(log_w, eps)
+    log_w -= scale_log
     lbeta = special.betaln(a + y_all, b + n - y_all)
-    guess = _posterior_mean_guess(n, eps, a, b, log_w)
-    estimates, risk_z = _median_by_levels(n, eps, a, b, log_w, lo_all, hi_all, lbeta, guess)
+    del y_all
+    lo_all, hi_all = _posterior_windows(log_w, eps)
+    estimates, risk_z = _median_by_levels(
+        n, eps, a, b, log_w, lo_all, hi_all, lbeta, _posterior_mean_guess(n, eps, a, b, log_w)
+    )
     rest = np.flatnonzero(~np.isfinite(estimates))
     if rest.size:
         est_rest, risk_rest = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, lbeta, rest)
@@ -620,11 +622,13 @@ def _median_by_levels(
 
     pending = np.arange(n + 1)
     jz = level_of(guess)
+    del guess  # the caller keeps no reference: freed here
     for _ in range(8):
         if pending.size == 0:
             break
         order = np.argsort(jz, kind="stable")
         zs, js = pending[order], jz[order]
+        del order
         starts = np.flatnonzero(np.concatenate(([True], js[1:] != js[:-1])))
         levels = js[starts]
         zlo, zhi = np.minimum.reduceat(zs, starts), np.maximum.reduceat(zs, starts)
