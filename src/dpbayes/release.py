@@ -346,8 +346,9 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     ``sum_z sum_y P(z, y) E|theta - m_z|`` with ``theta ~ Beta(a + y, b + n - y)``.
 
     Every ``z`` is solved by :func:`_median_by_levels` (Taylor expansions around shared expansion
-    points, sums over ``y`` by the geometric kernel's recursions: ``O(n + (levels) x (window))``,
-    about ``n + 10 sqrt(n) / eps`` operations of a few dozen flops; the posterior mean,
+    points, sums over ``y`` against the geometric kernel: ``O(n + (levels) x (window))``, about ``n +
+    10 sqrt(n) min(92 / eps, 30 sqrt(n))`` entries of a few elementwise operations, of which only the
+    ``z`` themselves go through the kernel's recursions; the posterior mean,
     :func:`dpbayes.ubapp.beta_posterior_mean_remap`, gives the starting points). The few ``z`` it
     cannot certify (a median within a few component widths of 0 or 1, an underflowing ``P(z)``)
     are solved by :func:`beta_posterior_median_remap_window`, the direct per-``z`` method. Tests
@@ -581,8 +582,11 @@ def _median_by_levels(
     With ``Phi_z(t) = sum_y G[z, y] w_y I_t(a + y, b + n - y)`` (``= P(z, theta <= t)``), the median
     solves ``Phi_z(t) = P(z) / 2``. At a fixed expansion point ``t_j`` (a *level*), every quantity is a
     sum over ``y`` against the geometric kernel, so for all ``z`` assigned to the level it costs two
-    first-order recursions (``scipy.signal.lfilter``) over the counts that carry their posterior
-    (:func:`_posterior_windows`): no per-``z`` window sum and no ``betainc`` per ``z``.
+    first-order recursions over the level's ``z`` plus two matrix-vector products for the rest of the
+    counts that carry their posterior (:func:`_posterior_windows`, :func:`_kernel_sums_at`): no
+    per-``z`` window sum and no ``betainc`` per ``z``. The twelve moment sequences of the derivatives
+    are formed only on the components' core (where ``sigma pdf_y(t) |u|^11 (n + 1) > e^-70``), which
+    for small ``eps`` is narrower than the window.
 
     * ``I_t(a + y, ...)`` along ``y``: one ``betainc`` per level and the recurrence
       ``I_t(al + 1, be - 1) = I_t(al, be) - t pdf_y(t) / al`` (DLMF 8.17.21), absolute error a few ulps
