@@ -520,7 +520,7 @@ _TAYLOR_TERMS = 12
 #: its last term is below ``_LAST_TERM`` times ``P(z)``; the rest go to the next round or to the window method.
 _TRUST = 0.16
 _LAST_TERM = 2e-15
-_LEVEL_ENTRIES = 1 << 15  # (level, count) entries of one block (15 sequences x 3 arrays x 8 bytes: 12 MB)
+_LEVEL_ENTRIES = 1 << 15  # (level, count) entries of one block (3 full-width sequences, 12 on the core, a dozen work arrays)
 _LEVEL_MIN_ROWS = 8  # levels per block at least (wide windows: fewer blocks, less per-block overhead)
 
 
