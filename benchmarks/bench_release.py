@@ -25,6 +25,8 @@ CASES = {
     # name: (description, sizes of "new", sizes of "dense")
     "proportion-squared": ("OptimalProportionRelease, Beta(1, 1), squared loss, eps = 1", [10**k for k in range(2, 8)], [100, 1000, 5000]),
     "proportion-absolute": ("OptimalProportionRelease, Beta(1, 1), absolute loss, eps = 1", [10**k for k in range(2, 8)], [100, 1000]),
+    "proportion-absolute-eps0.1": ("the same (absolute loss, levels) at eps = 0.1", [10**5, 10**6], []),
+    "proportion-absolute-eps0.01": ("the same (absolute loss, levels) at eps = 0.01", [10**5, 10**6], []),
     "proportion-absolute-window": ("the same by the per-z window method (the previous O(n/eps) code, kept as reference)", [10**k for k in range(2, 6)], []),
     "count-laplace": ("release_count_laplace (p = 0.3, eps = 1): construction, one draw, exact MAE", [10**k for k in range(2, 8)], [100, 1000, 10**4, 10**5]),
     "counting-pair": ("exact mean_abs_error + prob_lower_error ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], [100, 1000, 10**4, 10**5]),
@@ -49,6 +51,8 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
 
     def call() -> object:
         nonlocal n
+        if name.startswith("proportion-absolute-eps"):
+            return release.OptimalProportionRelease(n, float(name.removeprefix("proportion-absolute-eps")), loss="absolute").bayes_risk
         if name == "proportion-absolute-window":
             return release.beta_posterior_median_remap_window(n, 1.0, 1.0, 1.0)[1]
         if name == "proportion-squared" or name == "proportion-absolute":

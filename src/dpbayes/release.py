@@ -42,8 +42,8 @@ from dpbayes import counting
 from dpbayes._extras import lazy_module, require
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import (
-    _geometric_row_factors, beta_posterior_mean_remap, beta_prior_on_grid, betabinom_logpmf,
-    truncated_geometric_logmatrix, ubapp_exact,
+    _geometric_row_factors, _log_space_mean_offset, beta_posterior_mean_remap, beta_prior_on_grid,
+    betabinom_logpmf, geometric_kernel_sums, truncated_geometric_logmatrix, ubapp_exact,
 )
 from dpbayes.validation import (
     check_choice, check_distribution, check_grid, check_int, check_positive,
@@ -285,28 +285,56 @@ def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[
 
     A count is kept when ``w_y a^|z - y| >= _WINDOW_TOL / (n + 1) * sum_y' w_y' a^|z - y'|``; the
     window is the hull of those counts (a superset), found with prefix / suffix maxima of
-    ``log w_y +- eps y`` and binary search, ``O(n log n)``. Logarithms of cumulative sums locate the
-    window only; the sums themselves are computed elsewhere.
+    ``log w_y +- eps y`` and binary search, ``O(n log n)``. The sums ``sum_y' w_y' a^|z - y'|`` only
+    place the threshold: they come from two first-order recursions in linear scale (``log_w <= 0``
+    with maximum 0), or from cumulative ``logaddexp`` when some of them fall below ``1e-280``. The
+    second binary search of each side runs only on the ``z`` whose first one lands on the wrong side.
     """
+    from scipy.signal import lfilter
+
     n = log_w.size - 1
-    y = np.arange(n + 1, dtype=float)
-    A, B = log_w + eps * y, log_w - eps * y  # w_y a^(z - y) = e^(A_y - eps z); w_y a^(y - z) = e^(B_y + eps z)
-    log_left = np.logaddexp.accumulate(A) - eps * y  # log sum_{y <= z}
-    log_right = np.concatenate((np.logaddexp.accumulate(B[::-1])[::-1][1:], [-np.inf])) + eps * y  # y > z
-    level = np.logaddexp(log_left, log_right) + np.log(_WINDOW_TOL) - np.log(n + 1.0)
+    a = float(np.exp(-eps))
+    eps_y = eps * np.arange(n + 1, dtype=float)
+    with np.errstate(under="ignore"):
+        w = np.exp(log_w)
+    level = lfilter([1.0], [1.0, -a], w)  # sum_{y <= z} a^(z - y) w_y
+    level += lfilter([0.0, a], [1.0, -a], w[::-1])[::-1]  # + sum_{y > z}
+    del w
+    if np.min(level) > 1e-280:
+        np.log(level, out=level)
+    else:  # log space where the linear sums underflow
+        A = log_w + eps_y
+        level = np.logaddexp.accumulate(A) - eps_y
+        del A
+        B = log_w - eps_y
+        right = np.logaddexp.accumulate(B[::-1])[::-1]
+        del B
+        right[:-1] = right[1:]
+        right[-1] = -np.inf
+        right += eps_y
+        np.logaddexp(level, right, out=level)
+        del right
+    level += np.log(_WINDOW_TOL) - np.log(n + 1.0)
     z = np.arange(n + 1)
-    pre_a, pre_b = np.maximum.accumulate(A), np.maximum.accumulate(B)
-    suf_a, suf_b = np.maximum.accumulate(A[::-1]), np.maximum.accumulate(B[::-1])  # reversed suffix maxima
-    # first y (overall) with A_y >= level + eps z: kept on the left of z if it is <= z
-    first_a = np.searchsorted(pre_a, level + eps * z, side="left")
-    first_b = np.searchsorted(pre_b, level - eps * z, side="left")
-    lo = np.where(first_a <= z, first_a, np.maximum(first_b, z))
-    # last y with B_y >= level - eps z: kept on the right of z if it is >= z
-    last_b = n - np.searchsorted(suf_b, level - eps * z, side="left")
-    last_a = n - np.searchsorted(suf_a, level + eps * z, side="left")
-    hi = np.where(last_b >= z, last_b, np.minimum(last_a, z))
-    lo, hi = np.clip(lo, 0, n), np.clip(hi, 0, n)
-    return lo.astype(np.int64), np.maximum(hi, lo).astype(np.int64)
+    # first y (overall) with A_y = log w_y + eps y >= level + eps z: kept on the left of z if it is <= z;
+    # otherwise the first y >= z with B_y = log w_y - eps y >= level - eps z
+    pre = np.maximum.accumulate(log_w + eps_y)
+    lo = np.searchsorted(pre, level + eps_y, side="left")
+    need = np.flatnonzero(lo > z)
+    np.maximum.accumulate(log_w - eps_y, out=pre)
+    lo[need] = np.maximum(np.searchsorted(pre, level[need] - eps_y[need], side="left"), need)
+    # last y with B_y >= level - eps z: kept on the right of z if it is >= z; otherwise the last y <= z
+    # with A_y >= level + eps z (reversed suffix maxima)
+    np.maximum.accumulate((log_w - eps_y)[::-1], out=pre)
+    hi = n - np.searchsorted(pre, level - eps_y, side="left")
+    need = np.flatnonzero(hi < z)
+    np.maximum.accumulate((log_w + eps_y)[::-1], out=pre)
+    hi[need] = np.minimum(n - np.searchsorted(pre, level[need] + eps_y[need], side="left"), need)
+    del pre, level, eps_y, z
+    np.clip(lo, 0, n, out=lo)
+    np.clip(hi, 0, n, out=hi)
+    np.maximum(hi, lo, out=hi)
+    return lo.astype(np.int64, copy=False), hi.astype(np.int64, copy=False)
 
 
 def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple[NDArray[np.float64], float]:
@@ -318,8 +346,9 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     ``sum_z sum_y P(z, y) E|theta - m_z|`` with ``theta ~ Beta(a + y, b + n - y)``.
 
     Every ``z`` is solved by :func:`_median_by_levels` (Taylor expansions around shared expansion
-    points, sums over ``y`` by the geometric kernel's recursions: ``O(n + (levels) x (window))``,
-    about ``n + 10 sqrt(n) / eps`` operations of a few dozen flops; the posterior mean,
+    points, sums over ``y`` against the geometric kernel: ``O(n + (levels) x (window))``, about ``n +
+    10 sqrt(n) min(92 / eps, 30 sqrt(n))`` entries of a few elementwise operations, of which only the
+    ``z`` themselves go through the kernel's recursions; the posterior mean,
     :func:`dpbayes.ubapp.beta_posterior_mean_remap`, gives the starting points). The few ``z`` it
     cannot certify (a median within a few component widths of 0 or 1, an underflowing ``P(z)``)
     are solved by :func:`beta_posterior_median_remap_window`, the direct per-``z`` method. Tests
@@ -335,16 +364,36 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     y_all = np.arange(n + 1, dtype=float)
     log_w = betabinom_logpmf(y_all, n, a, b)
     scale_log = float(np.max(log_w))
-    log_w = log_w - scale_log
-    lo_all, hi_all = _posterior_windows(log_w, eps)
+    log_w -= scale_log
     lbeta = special.betaln(a + y_all, b + n - y_all)
-    guess = beta_posterior_mean_remap(n, eps, a, b)[0]
-    estimates, risk_z = _median_by_levels(n, eps, a, b, log_w, lo_all, hi_all, lbeta, guess)
+    del y_all
+    lo_all, hi_all = _posterior_windows(log_w, eps)
+    estimates, risk_z = _median_by_levels(
+        n, eps, a, b, log_w, lo_all, hi_all, lbeta, _posterior_mean_guess(n, eps, a, b, log_w)
+    )
     rest = np.flatnonzero(~np.isfinite(estimates))
     if rest.size:
         est_rest, risk_rest = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, lbeta, rest)
         estimates[rest], risk_z[rest] = est_rest, risk_rest
     return estimates, float(np.exp(scale_log) * np.sum(risk_z))
+
+
+def _posterior_mean_guess(n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``E[theta | z]``, the starting points of :func:`_median_by_levels`: the estimates of
+    :func:`dpbayes.ubapp.beta_posterior_mean_remap` by the same arithmetic, from the already scaled
+    Beta-binomial log weights ``log_w`` (maximum 0) and without that function's second moment and risk."""
+    with np.errstate(under="ignore"):
+        w = np.exp(log_w)
+    s0, s1 = geometric_kernel_sums(w, eps, 1)
+    del w
+    ok = s0 > 1e-280
+    shift = np.zeros(n + 1)
+    shift[ok] = s1[ok] / s0[ok]
+    if not np.all(ok):
+        shift[~ok] = _log_space_mean_offset(log_w, eps)[~ok]
+    shift += a + np.arange(n + 1, dtype=float)
+    shift /= a + b + n
+    return shift
 
 
 def beta_posterior_median_remap_window(n: int, eps: float, a: float, b: float) -> tuple[NDArray[np.float64], float]:
@@ -471,7 +520,57 @@ _TAYLOR_TERMS = 12
 #: its last term is below ``_LAST_TERM`` times ``P(z)``; the rest go to the next round or to the window method.
 _TRUST = 0.16
 _LAST_TERM = 2e-15
-_LEVEL_ENTRIES = 1 << 15  # (level, count) entries of one block (15 sequences x 3 arrays x 8 bytes: 12 MB)
+_LEVEL_ENTRIES = 1 << 15  # (level, count) entries of one block (3 full-width sequences, 12 on the core, a dozen work arrays)
+_LEVEL_MIN_ROWS = 8  # levels per block at least (wide windows: fewer blocks, less per-block overhead)
+
+
+def _kernel_sums_at(
+    seqs: NDArray[np.float64], eps: float, row_of: NDArray[np.int64], col: NDArray[np.int64], c0: int, c1: int,
+) -> NDArray[np.float64]:
+    """``sum_y a^|c - y| seqs[s, r, y]`` (``a = e^-eps``) at ``(r, c) = (row_of[i], col[i])``: shape ``(S, len(col))``.
+
+    All wanted columns lie in ``[c0, c1]``. The parts of the rows outside that segment enter through
+    two tail sums per row and sequence, ``L = sum_(y < c0) a^(c0 - 1 - y) s_y`` and ``R = sum_(y > c1)
+    a^(y - c1) s_y`` (two matrix-vector products against the kernel's powers ``e^(-eps m)``); inside the
+    segment two first-order recursions (``lfilter`` started from the tails) give ``left[c] = s_c + a
+    left[c - 1]`` and ``right[c] = a (s_(c + 1) + right[c + 1])``. The recursions thus run over the
+    ``z`` of the levels only, not over their whole windows (about ``92 / eps`` wider).
+    """
+    from scipy.signal import lfilter
+
+    ar = float(np.exp(-eps))
+    den = [1.0, -ar]
+    n_seq, n_row, width = seqs.shape
+    flat = seqs.reshape(n_seq * n_row, width)  # a view: seqs is contiguous
+    tail_l = flat[:, :c0] @ np.exp(-eps * np.arange(c0 - 1, -1, -1, dtype=float))
+    tail_r = flat[:, c1 + 1:] @ np.exp(-eps * np.arange(1, width - c1, dtype=float))
+    seg_len = c1 - c0 + 1
+    if n_seq * n_row >= 512:  # many rows: a loop over the segment's columns (the arithmetic of lfilter)
+        seg = np.ascontiguousarray(seqs[:, :, c0:c1 + 1].transpose(2, 1, 0))  # (column, row, sequence)
+        acc = np.empty_like(seg)
+        np.multiply(tail_l.reshape(n_seq, n_row).T, ar, out=acc[0])
+        acc[0] += seg[0]
+        for c in range(1, seg_len):
+            np.multiply(acc[c - 1], ar, out=acc[c])
+            acc[c] += seg[c]
+        idx = (col - c0) * n_row + row_of
+        out_l: NDArray[np.float64] = np.take(acc.reshape(seg_len * n_row, n_seq), idx, axis=0)
+        acc[seg_len - 1] = tail_r.reshape(n_seq, n_row).T
+        tmp = np.empty_like(seg[0])
+        for c in range(seg_len - 2, -1, -1):
+            np.multiply(seg[c + 1], ar, out=tmp)
+            np.multiply(acc[c + 1], ar, out=acc[c])
+            acc[c] += tmp
+        out_l += np.take(acc.reshape(seg_len * n_row, n_seq), idx, axis=0)
+        return out_l.T
+    idx = row_of * seg_len + (col - c0)
+    left = lfilter([1.0], den, flat[:, c0:c1 + 1], axis=-1, zi=(ar * tail_l)[:, None])[0]
+    out: NDArray[np.float64] = np.take(left.reshape(n_seq, n_row * seg_len), idx, axis=1)
+    del left
+    right = lfilter([0.0, ar], den, flat[:, c1:c0 - 1 if c0 > 0 else None:-1], axis=-1, zi=tail_r[:, None])[0]
+    idx = row_of * seg_len + (c1 - col)
+    out += np.take(right.reshape(n_seq, n_row * seg_len), idx, axis=1)
+    return out
 
 
 def _median_by_levels(
@@ -483,8 +582,11 @@ def _median_by_levels(
     With ``Phi_z(t) = sum_y G[z, y] w_y I_t(a + y, b + n - y)`` (``= P(z, theta <= t)``), the median
     solves ``Phi_z(t) = P(z) / 2``. At a fixed expansion point ``t_j`` (a *level*), every quantity is a
     sum over ``y`` against the geometric kernel, so for all ``z`` assigned to the level it costs two
-    first-order recursions (``scipy.signal.lfilter``) over the counts that carry their posterior
-    (:func:`_posterior_windows`): no per-``z`` window sum and no ``betainc`` per ``z``.
+    first-order recursions over the level's ``z`` plus two matrix-vector products for the rest of the
+    counts that carry their posterior (:func:`_posterior_windows`, :func:`_kernel_sums_at`): no
+    per-``z`` window sum and no ``betainc`` per ``z``. The twelve moment sequences of the derivatives
+    are formed only on the components' core (where ``sigma pdf_y(t) |u|^11 (n + 1) > e^-70``), which
+    for small ``eps`` is narrower than the window.
 
     * ``I_t(a + y, ...)`` along ``y``: one ``betainc`` per level and the recurrence
       ``I_t(al + 1, be - 1) = I_t(al, be) - t pdf_y(t) / al`` (DLMF 8.17.21), absolute error a few ulps
@@ -509,15 +611,11 @@ def _median_by_levels(
         Median of ``theta`` given ``z`` and ``sum_y P(z, y) E|theta - median| / exp(max log w)``
         (NaN where not solved).
     """
-    from scipy.signal import lfilter
-
     K = _TAYLOR_TERMS
     N = n + a + b
     hu = _LEVEL_STEP / (2.0 * np.sqrt(N))
     J = int(np.floor(0.5 * np.pi / hu))
     c_row = _geometric_row_factors(n, eps)
-    ar = float(np.exp(-eps))
-    den = [1.0, -ar]
     fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
     binom = [[float(special.comb(k, i, exact=True)) for i in range(k + 1)] for k in range(K)]
     estimates = np.full(n + 1, np.nan)
@@ -528,31 +626,36 @@ def _median_by_levels(
 
     pending = np.arange(n + 1)
     jz = level_of(guess)
+    del guess  # the caller keeps no reference: freed here
     for _ in range(8):
         if pending.size == 0:
             break
         order = np.argsort(jz, kind="stable")
         zs, js = pending[order], jz[order]
+        del order
         starts = np.flatnonzero(np.concatenate(([True], js[1:] != js[:-1])))
         levels = js[starts]
-        ylo = np.minimum(np.minimum.reduceat(lo[zs], starts), np.minimum.reduceat(zs, starts))
-        yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), np.maximum.reduceat(zs, starts))
+        zlo, zhi = np.minimum.reduceat(zs, starts), np.maximum.reduceat(zs, starts)
+        ylo = np.minimum(np.minimum.reduceat(lo[zs], starts), zlo)
+        yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), zhi)
         ends = np.append(starts[1:], zs.size)
         retry_z, retry_j = [], []
         r0 = 0
-        while r0 < levels.size:  # blocks of levels, padded to their longest window
-            r1, width = r0, 0
+        while r0 < levels.size:  # blocks of levels; rows aligned on their smallest z, padded to the longest
+            r1, pad_l, pad_r = r0, 0, 0
             while r1 < levels.size:
-                w_next = max(width, int(yhi[r1] - ylo[r1] + 1))
-                if r1 > r0 and (r1 - r0 + 1) * w_next > _LEVEL_ENTRIES:
+                pl, pr = max(pad_l, int(zlo[r1] - ylo[r1])), max(pad_r, int(yhi[r1] - zlo[r1]))
+                if r1 - r0 >= _LEVEL_MIN_ROWS and (r1 - r0 + 1) * (pl + pr + 1) > _LEVEL_ENTRIES:
                     break
-                width, r1 = w_next, r1 + 1
+                pad_l, pad_r, r1 = pl, pr, r1 + 1
+            width = pad_l + pad_r + 1
             rows = slice(r0, r1)
+            base = zlo[rows] - pad_l  # column c of row r is the count base[r] + c; zlo[r] is column pad_l
             t = np.sin(levels[rows] * hu) ** 2
             sig = np.sqrt(t * (1.0 - t) / N)
-            ys = ylo[rows, None] + np.arange(width)[None, :]
-            valid = ys <= yhi[rows, None]
-            ysc = np.minimum(ys, n)
+            ys = base[:, None] + np.arange(width)[None, :]
+            valid = (ys >= ylo[rows, None]) & (ys <= yhi[rows, None])
+            ysc = np.clip(ys, 0, n)
             yf = ysc.astype(float)
             al, be = a + yf, b + n - yf
             tc, lt, l1t = t[:, None], np.log(t)[:, None], np.log1p(-t)[:, None]
@@ -563,7 +666,7 @@ def _median_by_levels(
                 g = np.exp(lw + log_pdf)
                 d = np.where(valid, np.exp(log_pdf + lt - np.log(al)), 0.0)
             # I_t(al_y, be_y) from one betainc at the count whose component is centred nearest t
-            anchor = np.clip(np.rint(t * N - a).astype(np.int64) - ylo[rows], 0, (yhi[rows] - ylo[rows]))
+            anchor = np.clip(np.rint(t * N - a).astype(np.int64), ylo[rows], yhi[rows]) - base
             ridx = np.arange(r1 - r0)
             i_anchor = special.betainc(al[ridx, anchor], be[ridx, anchor], t)
             cex = np.concatenate((np.zeros((ridx.size, 1)), np.cumsum(d[:, :-1], axis=1)), axis=1)
@@ -575,7 +678,16 @@ def _median_by_levels(
             # coefficients depend on the level only, so the sums need the moments sum_y G g_y u^j
             s_t, s_1t = sig / t, sig / (1.0 - t)
             d1 = sig / (t * (1.0 - t))
+            # the moments need only the columns where some row's sigma pdf_y(t) |u|^(K - 1) (n + 1) is above
+            # e^-70 (their terms are at most that share of P(z)): the components' core, not the whole window
+            c0, c1 = pad_l, pad_l + int(np.max(zhi[rows] - zlo[rows]))
             u = (yf + (a - 1.0) - (N - 2.0) * tc) * d1[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                size = log_pdf + np.log(sig)[:, None] + (K - 1) * np.log(np.maximum(np.abs(u), 1.0)) + np.log(n + 1.0)
+            kept = np.flatnonzero(np.any(valid & (size > -70.0), axis=0))
+            g0 = min(c0, int(kept[0])) if kept.size else c0
+            g1 = max(c1, int(kept[-1])) if kept.size else c1
+            del size, kept
             p_m = [np.zeros_like(t), np.zeros_like(t)]
             q_m = [np.zeros_like(t), np.ones_like(t)]
             for m in range(2, K + 1):
@@ -589,18 +701,22 @@ def _median_by_levels(
                     prev = binom[k][i] * C[k - i]
                     C[k + 1] += p_m[i + 1][:, None] * prev
                     C[k + 1, :, 1:] += q_m[i + 1][:, None] * prev[:, :-1]
-            seqs = np.empty((K + 3,) + w.shape)
-            seqs[0], seqs[1], seqs[2], seqs[3] = w, v, wd, g
+            seqs = np.empty((3,) + w.shape)
+            seqs[0], seqs[1], seqs[2] = w, v, wd
+            moms = np.empty((K,) + (w.shape[0], g1 - g0 + 1))
+            moms[0] = g[:, g0:g1 + 1]
+            u = u[:, g0:g1 + 1]
             for j in range(1, K):
-                np.multiply(seqs[2 + j], u, out=seqs[3 + j])
-            left = lfilter([1.0], den, seqs, axis=-1)
-            right = lfilter([0.0, ar], den, seqs[..., ::-1], axis=-1)[..., ::-1]
-            tot = left + right
-            # the z of these levels: their row and column
+                np.multiply(moms[j - 1], u, out=moms[j])
+            # the z of these levels: their row and column; the two one-sided sums only at those columns
             z_blk = zs[starts[r0]:ends[r1 - 1]]
             row_of = np.repeat(np.arange(r1 - r0), ends[r0:r1] - starts[r0:r1])
-            col = z_blk - ylo[r0 + row_of]
-            S = tot[:, row_of, col] * c_row[z_blk]
+            col = z_blk - base[row_of]
+            S = np.concatenate((
+                _kernel_sums_at(seqs, eps, row_of, col, c0, c1),
+                _kernel_sums_at(moms, eps, row_of, col - g0, c0 - g0, c1 - g0),
+            ))
+            S *= c_row[z_blk]
             pz, phi0, rd0 = S[0], S[1], S[2]
             # T_k = sum_y G g_y P_k(u_y) = sum_j C[k, level, j] M_j: a batched product per level
             counts = ends[r0:r1] - starts[r0:r1]
@@ -622,9 +738,11 @@ def _median_by_levels(
                 cv = coef_v if full else coef_v[:, active]
                 cd = coef_d if full else coef_d[:, active]
                 val, der = np.zeros_like(xa), np.zeros_like(xa)
-                for k in range(kk, 0, -1):  # Horner
-                    val = (val + cv[k - 1]) * xa
-                    der = der * xa + cd[k - 1]
+                for k in range(kk, 0, -1):  # Horner, in place
+                    val += cv[k - 1]
+                    val *= xa
+                    der *= xa
+                    der += cd[k - 1]
                 sa, ta = (s_z, target) if full else (s_z[active], target[active])
                 with np.errstate(divide="ignore", invalid="ignore"):
                     step = (sa * val - ta) / (sa * der)
