@@ -1104,7 +1104,7 @@ _STRICT_STATEMENTS = frozenset(
 
 def notes_statement_checks(
     n: int, eps: float, prior: ArrayLike, t_factors: ArrayLike = (0.5, 1.0, 2.0, 4.0), gammas: ArrayLike = (0.3, 0.05, 0.01)
-) -> dict[str, dict[str, NDArray[np.float64]]]:
+) -> dict[str, dict[str, NDArray[Any]]]:
     """Every statement of notes §2 (Thm 2.2-2.5, Cor 2.5.1-2.5.2) as an exact margin, on every data set of size ``n``.
 
     Works for any number of categories ``k = len(prior)``. For ``k = 2`` it is the reading of
@@ -1156,7 +1156,7 @@ def notes_statement_checks(
             rel, lp = release_log_distribution("LSHist", cand[i], eps, alpha)
             lap_err.append(np.asarray(hellinger_dirichlet(post[i], alpha + rel)))
             lap_p.append(np.exp(lp))
-    out: dict[str, dict[str, NDArray[np.float64]]] = {}
+    out: dict[str, dict[str, NDArray[Any]]] = {}  # "ok": booleans, "margin": floats
 
     def put(key: str, margin: ArrayLike) -> None:
         m = np.asarray(margin, dtype=float).ravel()
