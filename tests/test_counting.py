@@ -79,6 +79,18 @@ def test_bayes_estimate_finite_and_in_range(n, eps, p):
         assert np.all((m >= 0) & (m <= n))
 
 
+@pytest.mark.parametrize("eps", [1e-4, 10.0])
+def test_bayes_estimate_finite_and_in_range_at_max_n(eps):
+    """The docstring's range holds up to the cap MAX_N = 10**7 (the validated bound on n)."""
+    n = ct.MAX_N
+    y = np.concatenate([np.linspace(-1e6, 1e6, 201), np.linspace(-3, n + 3, 201)])
+    for p in (1e-9, 0.3, 1 - 1e-9):
+        m = ct.bayes_estimate(y, n, p, eps)
+        assert np.all(np.isfinite(m)) and np.all((m >= 0) & (m <= n))
+    with pytest.raises(ValueError, match="n"):
+        ct.bayes_estimate(0.0, n + 1, 0.3, eps)
+
+
 def test_bayes_estimate_monotone_in_y():
     y = np.linspace(-50, 150, 4001)
     m = ct.bayes_estimate(y, 100, 0.3, 0.2)
@@ -351,3 +363,63 @@ def test_windowed_mean_error_against_mpmath(n, p, eps):
     assert ct._model_posterior(n, p, eps, True).m < n
     ref = _mpmath_mean_mae(n, p, eps)
     assert ct.mean_abs_error("mean", n, p, eps) == pytest.approx(ref, rel=1e-12)
+
+
+# ------------------------------------------------------------------ break points of prob_lower_error('mean')
+
+_PROB_CASES = [(3000, 0.3, 2.0), (1000, 0.5, 5.0), (10**4, 0.3, 0.3), (10**5, 0.3, 1.0), (10**5, 0.02, 5.0),
+               (10**6, 0.3, 1.0), (10**6, 0.5, 0.3)]
+
+
+def _bisect_roots(h, a, b, fa, fb):
+    """Reference for ``counting._illinois``: plain bisection of the same ``h`` down to adjacent doubles."""
+    a, b = a.copy(), b.copy()
+    idx = np.arange(a.size)
+    for _ in range(200):
+        active = np.nextafter(a, b) < b
+        if not active.any():
+            break
+        mid = 0.5 * (a + b)
+        neg = h(idx, mid) < 0.0
+        a = np.where(active & neg, mid, a)
+        b = np.where(active & ~neg, mid, b)
+    return 0.5 * (a + b)
+
+
+def _prob_mean(n, p, eps, bisect_labels=False):
+    post = ct._model_posterior(n, p, eps, True)
+    assert post.lin is not None  # the window's closed form is used
+    edges = ct._pieces(post, "mean", "prob", bisect=bisect_labels)
+    return ct._prob_local(post, "mean", edges[:-1] - post.c0, edges[1:] - post.c0) + ct._tails(post, "mean", "prob")
+
+
+@pytest.mark.parametrize(("n", "p", "eps"), _PROB_CASES)
+def test_illinois_break_points_match_bisection(monkeypatch, n, p, eps):
+    """The Illinois root finder gives the value a bisection of the same functions to the last double gives."""
+    fast = _prob_mean(n, p, eps)
+    assert fast == ct.prob_lower_error("mean", n, p, eps)
+    monkeypatch.setattr(ct, "_illinois", _bisect_roots)
+    assert abs(fast - _prob_mean(n, p, eps)) < 1e-13
+
+
+@pytest.mark.parametrize(("n", "p", "eps"), _PROB_CASES)
+def test_prob_break_points_against_the_label_bisection(n, p, eps):
+    """Against the former path (44-step bisection of the labels, y and m in absolute coordinates).
+
+    Within 1e-13 up to n = 10**5, p = 0.3; beyond, the former value carries the rounding of ``c0 + m``
+    (an ulp of y: 4e-12 at y ~ 3e4) divided by the slope of ``y - m`` (~1e-3 near the prior's mean):
+    7e-12 at (10**6, 0.5, 0.3), where it also moves by 1.7e-12 with the scan's resolution.
+    """
+    tol = 1e-13 if n <= 10**5 and p == 0.3 else 2e-11
+    assert abs(_prob_mean(n, p, eps) - _prob_mean(n, p, eps, bisect_labels=True)) < tol
+
+
+@pytest.mark.parametrize(("n", "p", "eps"), [(10**5, 0.3, 1.0), (10**6, 0.5, 0.3)])
+def test_prob_break_points_do_not_depend_on_the_window_scan(monkeypatch, n, p, eps):
+    """The break points are roots, not artefacts of the scan: 2, 3 or 4 grid points per unit agree to 1e-14
+    (the former label bisection: 2.4e-13 and 1.7e-12)."""
+    values = []
+    for sub in (2, 3, 4):
+        monkeypatch.setattr(ct, "_SUBDIV_WINDOW", sub)
+        values.append(_prob_mean(n, p, eps))
+    assert max(values) - min(values) < 1e-14

@@ -417,15 +417,16 @@ class _Posterior:
 def bayes_estimate(y: ArrayLike, n: int, p: float, eps: float) -> NDArray[np.float64] | float:
     """Posterior mean of the count given the noisy response ``y`` (eq. (11)).
 
-    Vectorised over ``y``; finite and inside ``[0, n]`` for ``|y| <= 1e6``, ``n <= 1e5``,
-    ``eps`` in ``[1e-4, 10]`` (log-space cumulative sums, O(n) set-up plus O(1) per ``y``).
+    Vectorised over ``y``; finite and inside ``[0, n]`` for ``|y| <= 1e6`` and ``eps`` in ``[1e-4, 10]``
+    at every allowed ``n`` (tested at ``n = 1 .. 10**5`` and at ``MAX_N``; log-space cumulative sums over
+    all counts, O(n) set-up, about 1 s and 0.5 GB at ``10**7``, plus O(1) per ``y``).
 
     Parameters
     ----------
     y : array_like
         Noisy responses (finite reals, any shape).
     n : int
-        Number of records, ``1 <= n <= 100000``.
+        Number of records, ``1 <= n <= MAX_N = 10**7``.
     p : float
         Prior probability that a record satisfies the predicate, in ``[0, 1]``.
     eps : float
@@ -560,8 +561,145 @@ def _mean_integer_crossings(post: _Posterior) -> NDArray[np.float64]:
     return post.c0 + (j[seg][keep] + d[keep])
 
 
-def _pieces(post: _Posterior, name: str, metric: str) -> NDArray[np.float64]:
-    """Break points of the integrand on ``[0, n]``: a fine grid plus bisected label changes."""
+_ROOT_MAX_ITER = 200  # Illinois steps (a bisection step whenever the secant point leaves the bracket)
+
+
+def _illinois(
+    h: Any, a: NDArray[np.float64], b: NDArray[np.float64], fa: NDArray[np.float64], fb: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Roots of ``h(idx, y)`` (vectorised; ``idx`` selects the problem) bracketed by ``h(a) < 0 <= h(b)``.
+
+    Illinois (regula falsi with the kept end's value halved when the same end is kept twice), every
+    problem at once, safeguarded: a secant point on or outside the bracket moves one ulp inside it, and
+    a bracket that has not halved in three steps is bisected. Each problem stops where ``h`` is exactly
+    0 or where its bracket holds no double strictly inside (the double-precision resolution of ``y``);
+    returns the bracket's midpoint, the first ``y`` with ``h >= 0`` to an ulp, like a bisection run to
+    the end.
+    """
+    out = np.empty(a.size)
+    hit = fb == 0.0
+    out[hit] = b[hit]
+    idx = np.nonzero(~hit)[0]
+    a, b, fa, fb = a[idx], b[idx], fa[idx], fb[idx]
+    side = np.zeros(idx.size, dtype=np.int8)
+    wref = b - a
+    stall = np.zeros(idx.size, dtype=np.int8)
+    for _ in range(_ROOT_MAX_ITER):
+        done = np.nextafter(a, b) >= b
+        if done.any():
+            out[idx[done]] = 0.5 * (a[done] + b[done])
+            keep = ~done
+            idx, side, stall = idx[keep], side[keep], stall[keep]
+            a, b, fa, fb, wref = a[keep], b[keep], fa[keep], fb[keep], wref[keep]
+        if idx.size == 0:
+            return out
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            c = a - fa * ((b - a) / (fb - fa))
+        c = np.where(c > a, c, np.nextafter(a, b))
+        c = np.where(c < b, c, np.nextafter(b, a))
+        c = np.where(stall >= 3, 0.5 * (a + b), c)
+        fc = h(idx, c)
+        neg = fc < 0.0
+        # Illinois: the end kept a second time in a row has its value halved
+        fb = np.where(neg, np.where(side == -1, 0.5 * fb, fb), fc)
+        fa = np.where(neg, fc, np.where(side == 1, 0.5 * fa, fa))
+        a = np.where(neg, c, a)
+        b = np.where(neg, b, c)
+        side = np.where(neg, -1, 1).astype(np.int8)
+        halved = (b - a) <= 0.5 * wref
+        wref = np.where(halved, b - a, wref)
+        stall = np.where(halved, 0, stall + 1).astype(np.int8)
+        zero = fc == 0.0
+        if zero.any():
+            out[idx[zero]] = c[zero]
+            keep = ~zero
+            idx, side, stall = idx[keep], side[keep], stall[keep]
+            a, b, fa, fb, wref = a[keep], b[keep], fa[keep], fb[keep], wref[keep]
+    raise RuntimeError("break points of the prob metric: root finder did not converge")  # pragma: no cover
+
+
+def _mean_local(
+    post: _Posterior, y: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]:
+    """The posterior mean on a window in window coordinates: ``(raw, d, jl, e, inside)``.
+
+    ``raw = y - c0`` (exact on the window: Sterbenz), ``d = raw - jl`` (exact) and ``e = m - c0 - jl``
+    from the centred sums, as in :meth:`_Posterior.mean`; ``inside`` where neither ``y`` nor the mean is
+    clipped to the window's counts (elsewhere ``m - c0`` is ``jl + e`` clipped, see :meth:`_Posterior.mean`).
+    """
+    assert post.lin is not None
+    _, l0, l1c, r0, r1c = post.lin
+    raw = y - post.c0
+    ys = np.clip(raw, 0.0, float(post.m))
+    jl = np.minimum(np.floor(ys), post.m - 1).astype(np.int64) if post.m > 0 else np.zeros(ys.shape, np.int64)
+    d = ys - jl
+    fa, fb = np.exp(-post.eps * d), np.exp(-post.eps * (1.0 - d))
+    e = (fb * (r1c[jl + 1] + r0[jl + 1]) - fa * l1c[jl + 1]) / (fa * l0[jl + 1] + fb * r0[jl + 1])
+    m_loc = jl + e
+    inside = (m_loc >= 0.0) & (m_loc <= post.m) & (raw == ys)
+    return raw, d, jl, e, inside
+
+
+def _y_minus_mean(post: _Posterior, y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``y - m(y)`` for the posterior mean on a window, computed in window coordinates as ``d - e``.
+
+    ``d`` is exact and ``e`` keeps its relative digits (:func:`_mean_local`), so the difference keeps
+    its digits where ``y`` and ``m`` agree to many places; ``y - mean(y)`` in absolute coordinates rounds
+    ``m`` to an ulp of ``c0 + m`` first (4e-12 at ``y ~ 3e4``, 5e-10 at ``3e6``), which moves the root by
+    that over the slope of ``y - m`` (as small as 1e-3 near the prior's mean).
+    """
+    raw, d, jl, e, inside = _mean_local(post, y)
+    return np.where(inside, d - e, raw - np.clip(jl + e, 0.0, post.m))
+
+
+def _y_plus_mean_minus(post: _Posterior, y: NDArray[np.float64], two_k_loc: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``y + m(y) - 2K`` in window coordinates (``two_k_loc = 2K - 2 c0``), as ``(d + e) + (2 jl - two_k_loc)``."""
+    raw, d, jl, e, inside = _mean_local(post, y)
+    return np.where(inside, (d + e) + (2.0 * jl - two_k_loc), (raw + np.clip(jl + e, 0.0, post.m)) - two_k_loc)
+
+
+def _mean_prob_breaks(post: _Posterior, grid: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Label changes of the ``mean`` estimator's prob metric between the points of ``grid``, exactly.
+
+    ``grid`` must hold the turning points of ``y - m(y)`` (:func:`_mean_turning_points`), so that
+    between two of its points ``y - m`` changes sign at most once; ``y + m(y)`` is increasing (the
+    posterior mean is, by the Laplace likelihood's monotone likelihood ratio). The breaks are the
+    roots of ``y + m(y) - 2K`` for every integer ``K`` that ``(y + m) / 2`` passes, and of ``y - m``,
+    found together by :func:`_illinois`. The signs of these differences are those of the labels of
+    :func:`_labels` exactly (``floor((y + m) / 2) >= K`` iff ``fl(y + m) >= 2K``), so the roots are
+    the points the bisection converged to, to the resolution of ``y``.
+    """
+    m = post.mean(grid)
+    s = grid + m
+    kq = np.floor(0.5 * s)
+    i1 = np.nonzero(kq[1:] > kq[:-1])[0]
+    count = (kq[i1 + 1] - kq[i1]).astype(np.int64)
+    seg1 = np.repeat(i1, count)
+    k1 = np.repeat(kq[i1] + 1.0, count) + (np.arange(seg1.size) - np.repeat(np.cumsum(count) - count, count))
+    ymm = _y_minus_mean(post, grid)
+    sg = np.sign(ymm)
+    i2 = np.nonzero(sg[1:] != sg[:-1])[0]
+    at_lo = sg[i2] == 0.0  # y = m exactly at a grid point: the label changes there
+    on_grid = grid[i2[at_lo]]
+    i2 = i2[~at_lo]
+    k2 = 2.0 * (k1 - post.c0)  # 2K in window coordinates (exact)
+    sgn = -sg[i2]  # h >= 0 once y - m has left its sign at the interval's left end
+
+    def h_mid(idx: NDArray[np.int64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        return _y_plus_mean_minus(post, y, k2[idx])
+
+    def h_side(idx: NDArray[np.int64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+        return sgn[idx] * _y_minus_mean(post, y)
+
+    mid_lo, mid_hi = grid[seg1], grid[seg1 + 1]
+    roots_mid = _illinois(h_mid, mid_lo, mid_hi, _y_plus_mean_minus(post, mid_lo, k2), _y_plus_mean_minus(post, mid_hi, k2))
+    roots_side = _illinois(h_side, grid[i2], grid[i2 + 1], sgn * ymm[i2], sgn * ymm[i2 + 1])
+    return np.concatenate((roots_mid, roots_side, on_grid))
+
+
+def _pieces(post: _Posterior, name: str, metric: str, bisect: bool = False) -> NDArray[np.float64]:
+    """Break points of the integrand on ``[0, n]``: a fine grid plus the label changes, bisected, or
+    (``mean`` and ``prob`` on the prior's window, unless ``bisect``) found by :func:`_mean_prob_breaks`."""
     # features of the posterior have width ~1/eps: scan more finely for large eps
     full = post.c0 == 0 and post.m == post.n
     subdiv = int(min(64, max(_SUBDIV if full else _SUBDIV_WINDOW, np.ceil(2 * post.eps))))
@@ -580,6 +718,8 @@ def _pieces(post: _Posterior, name: str, metric: str) -> NDArray[np.float64]:
         turns = _mean_turning_points(post)
         found.append(turns)
         grid = np.unique(np.concatenate((grid, turns)))
+        if post.lin is not None and not bisect:
+            return np.unique(np.concatenate((grid, _mean_prob_breaks(post, grid))))
         lab = _labels(post, name, grid, metric)
         change = np.nonzero(lab[1:] != lab[:-1])[0]
         start, end = grid[change], grid[change + 1]
