@@ -461,7 +461,7 @@ def _estimator_values(post: _Posterior, name: str, y: NDArray[np.float64]) -> ND
 
 
 def estimate(estimator: str, y: ArrayLike, n: int, p: float, eps: float) -> NDArray[np.float64]:
-    """Apply one of :data:`ESTIMATORS` to noisy responses ``y``.
+    """Apply one of ``ESTIMATORS`` ("naive", "clamped", "mean", "median") to noisy responses ``y``.
 
     ``naive``: ``y`` itself (Section 3.1); ``clamped``: ``y`` clipped to ``[0, n]``; ``mean``:
     eq. (11); ``median``: posterior median.
@@ -991,7 +991,7 @@ def mean_abs_error(estimator: str, n: int, p: float, eps: float) -> float:
     support: the counts within ``e^-92`` of the largest weight, mass left out < 1e-32); outside ``[0, n]``
     the estimate is constant (or ``y`` itself for ``naive``) and the integral is closed form.
     On the window the posterior sums are kept in linear scale relative to each response's unit segment,
-    with centred first moments (:func:`_integrand_local`): no term of the window's size cancels, and
+    with centred first moments (the private ``_integrand_local``): no term of the window's size cancels, and
     for ``naive`` the result is ``1/eps`` (eq. (14)) to 3e-15 relative up to ``n = 10**7``.
 
     Parameters
@@ -1013,7 +1013,7 @@ def prob_lower_error(estimator: str, n: int, p: float, eps: float) -> float:
     marginal density of ``y`` as in :func:`mean_abs_error`, with break points where
     ``(y + m(y)) / 2`` crosses an integer or ``y - m(y)`` changes sign. Strict inequality:
     ``naive`` gives 0. On the prior's window the integral between break points is closed form
-    (:func:`_prob_local`); ``clamped`` keeps all counts up to ``n = 2000`` (its value, as small as
+    (the private ``_prob_local``); ``clamped`` keeps all counts up to ``n = 2000`` (its value, as small as
     1e-154, comes from the counts near 0 and ``n``).
     """
     estimator = check_choice("estimator", estimator, ESTIMATORS)
