@@ -42,7 +42,7 @@ from dpbayes import counting
 from dpbayes._extras import lazy_module, require
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import (
-    _geometric_row_factors, _log_space_mean_offset, beta_posterior_mean_remap, beta_prior_on_grid,
+    _geometric_row_factors, _log_poch, _log_space_mean_offset, beta_posterior_mean_remap, beta_prior_on_grid,
     betabinom_logpmf, geometric_kernel_sums, truncated_geometric_logmatrix, ubapp_exact,
 )
 from dpbayes.validation import (
@@ -362,7 +362,7 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
         Exact Bayes risk ``E|theta - estimate|``.
     """
     y_all = np.arange(n + 1, dtype=float)
-    log_w = betabinom_logpmf(y_all, n, a, b)
+    log_w = _betabinom_logpmf_all(y_all, n, a, b)
     scale_log = float(np.max(log_w))
     log_w -= scale_log
     lbeta = special.betaln(a + y_all, b + n - y_all)
@@ -376,6 +376,25 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
         est_rest, risk_rest = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, lbeta, rest)
         estimates[rest], risk_z[rest] = est_rest, risk_rest
     return estimates, float(np.exp(scale_log) * np.sum(risk_z))
+
+
+def _betabinom_logpmf_all(y_all: NDArray[np.float64], n: int, a: float, b: float) -> NDArray[np.float64]:
+    """:func:`dpbayes.ubapp.betabinom_logpmf` at ``y_all = 0, 1, ..., n``, bit for bit, without the
+    Pochhammer factors of exponent 0 (``a = 1`` or ``b = 1``: ``log poch(x, 0) = 0`` exactly), which
+    cost two thirds of that function for a uniform prior."""
+    if max(a, b) > 30.0:
+        return betabinom_logpmf(y_all, n, a, b)
+    out = _log_poch(y_all + 1.0, a - 1.0) if a != 1.0 else np.zeros(n + 1)
+    if b != 1.0:
+        out += _log_poch(n - y_all + 1.0, b - 1.0)
+    else:
+        out += 0.0  # the sum with log poch(x, 0) = 0, as in betabinom_logpmf
+    if a + b != 1.0:
+        out -= _log_poch(np.array([n + 1.0]), a + b - 1.0)[0]
+    else:
+        out -= 0.0
+    out -= special.betaln(a, b)
+    return out
 
 
 def _posterior_mean_guess(n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -757,7 +776,11 @@ def _median_by_levels(
                     active = active[moving]
                 if active.size == 0:
                     break
-            last = np.abs(s_z * T[K - 1] * x**K / fact[K])
+            xk = x * x  # x^K by repeated products (only a threshold below)
+            xk *= xk
+            xk = xk * xk * xk if K == 12 else x**K
+            last = np.abs(s_z * T[K - 1] * xk / fact[K])
+            del xk
             acc = np.zeros_like(x)
             for k in range(K + 1, 1, -1):  # Horner: sum_(k >= 2) T_(k-2) x^k / k!
                 acc = (acc + T[k - 2] / fact[k]) * x
