@@ -742,7 +742,7 @@ def _median_by_levels(
             slot = np.arange(z_blk.size) - np.repeat(starts[r0:r1] - starts[r0], counts)
             M = np.zeros((r1 - r0, int(counts.max()), K))
             M[row_of, slot] = S[3:].T
-            T = np.matmul(M, C.transpose(1, 2, 0))[row_of, slot].T
+            T = np.ascontiguousarray(np.matmul(M, C.transpose(1, 2, 0))[row_of, slot].T)  # rows T_k contiguous
             s_z, t_z = sig[row_of], t[row_of]
             x = np.zeros(z_blk.size)
             target = 0.5 * pz - phi0
@@ -756,12 +756,16 @@ def _median_by_levels(
                 xa = x if full else x[active]
                 cv = coef_v if full else coef_v[:, active]
                 cd = coef_d if full else coef_d[:, active]
-                val, der = np.zeros_like(xa), np.zeros_like(xa)
-                for k in range(kk, 0, -1):  # Horner, in place
-                    val += cv[k - 1]
-                    val *= xa
-                    der *= xa
-                    der += cd[k - 1]
+                if it == 0:  # at x = 0: value 0 and derivative coef_d[0] (NaN, like Horner, if a coefficient is not finite)
+                    val = np.where(np.isfinite(cv[:kk]).all(axis=0), 0.0, np.nan)
+                    der = cd[0]
+                else:
+                    val, der = np.zeros_like(xa), np.zeros_like(xa)
+                    for k in range(kk, 0, -1):  # Horner, in place
+                        val += cv[k - 1]
+                        val *= xa
+                        der *= xa
+                        der += cd[k - 1]
                 sa, ta = (s_z, target) if full else (s_z[active], target[active])
                 with np.errstate(divide="ignore", invalid="ignore"):
                     step = (sa * val - ta) / (sa * der)
@@ -782,8 +786,9 @@ def _median_by_levels(
             last = np.abs(s_z * T[K - 1] * xk / fact[K])
             del xk
             acc = np.zeros_like(x)
-            for k in range(K + 1, 1, -1):  # Horner: sum_(k >= 2) T_(k-2) x^k / k!
-                acc = (acc + T[k - 2] / fact[k]) * x
+            for k in range(K + 1, 1, -1):  # Horner: sum_(k >= 2) T_(k-2) x^k / k!, in place
+                acc += T[k - 2] / fact[k]
+                acc *= x
             rk = rd0 + (2.0 * phi0 - pz) * s_z * x + 2.0 * s_z**2 * x * acc
             ok = (np.abs(x) <= _TRUST) & (last <= _LAST_TERM * pz) & (pz > 1e-280) & np.isfinite(rk)
             estimates[z_blk[ok]] = t_z[ok] + s_z[ok] * x[ok]
