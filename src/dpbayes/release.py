@@ -592,6 +592,32 @@ def _kernel_sums_at(
     return out
 
 
+def _bell_coefficients(levels: NDArray[np.int64], hu: float, N: float, K: int) -> NDArray[np.float64]:
+    """``C[k, level, j]``: the coefficient of ``u^j`` in the complete Bell polynomial ``P_k`` of the scaled
+    derivatives ``psi_m = p_m + q_m u`` at the levels ``t = sin(level hu)^2`` (see :func:`_median_by_levels`),
+    for all levels of a round at once."""
+    fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
+    binom = [[float(special.comb(k, i, exact=True)) for i in range(k + 1)] for k in range(K)]
+    t = np.sin(levels * hu) ** 2
+    sig = np.sqrt(t * (1.0 - t) / N)
+    s_t, s_1t = sig / t, sig / (1.0 - t)
+    d1 = sig / (t * (1.0 - t))
+    p_m = [np.zeros_like(t), np.zeros_like(t)]
+    q_m = [np.zeros_like(t), np.ones_like(t)]
+    for m in range(2, K + 1):
+        sgn = (-1.0) ** (m - 1)
+        p_m.append(fact[m - 1] * (N - 2.0) * (sgn * t * s_t**m - (1.0 - t) * s_1t**m))
+        q_m.append(fact[m - 1] * (sgn * s_t**m + s_1t**m) / d1)
+    C = np.zeros((K, t.size, K))
+    C[0, :, 0] = 1.0
+    for k in range(K - 1):
+        for i in range(k + 1):
+            prev = binom[k][i] * C[k - i]
+            C[k + 1] += p_m[i + 1][:, None] * prev
+            C[k + 1, :, 1:] += q_m[i + 1][:, None] * prev[:, :-1]
+    return C
+
+
 def _median_by_levels(
     n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64], lo: NDArray[np.int64],
     hi: NDArray[np.int64], lbeta: NDArray[np.float64], guess: NDArray[np.float64],
@@ -636,7 +662,6 @@ def _median_by_levels(
     J = int(np.floor(0.5 * np.pi / hu))
     c_row = _geometric_row_factors(n, eps)
     fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
-    binom = [[float(special.comb(k, i, exact=True)) for i in range(k + 1)] for k in range(K)]
     estimates = np.full(n + 1, np.nan)
     risk_z = np.full(n + 1, np.nan)
 
@@ -659,6 +684,7 @@ def _median_by_levels(
         yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), zhi)
         ends = np.append(starts[1:], zs.size)
         retry_z, retry_j = [], []
+        C_round = _bell_coefficients(levels, hu, N, K)
         r0 = 0
         while r0 < levels.size:  # blocks of levels; rows aligned on their smallest z, padded to the longest
             r1, pad_l, pad_r = r0, 0, 0
@@ -694,8 +720,8 @@ def _median_by_levels(
             wd = (al / N - tc) * (w - 2.0 * v) + 2.0 * tc * (1.0 - tc) * g / N
             # scaled derivatives psi_m = sigma^m phi_y^(m), each linear in y: psi_m = p_m + q_m u with
             # u = psi_1 (p_m, q_m per level); the Bell polynomials P_k are then polynomials in u whose
-            # coefficients depend on the level only, so the sums need the moments sum_y G g_y u^j
-            s_t, s_1t = sig / t, sig / (1.0 - t)
+            # coefficients depend on the level only (:func:`_bell_coefficients`), so the sums need the
+            # moments sum_y G g_y u^j
             d1 = sig / (t * (1.0 - t))
             # the moments need only the columns where some row's sigma pdf_y(t) |u|^(K - 1) (n + 1) is above
             # e^-70 (their terms are at most that share of P(z)): the components' core, not the whole window
@@ -707,19 +733,7 @@ def _median_by_levels(
             g0 = min(c0, int(kept[0])) if kept.size else c0
             g1 = max(c1, int(kept[-1])) if kept.size else c1
             del size, kept
-            p_m = [np.zeros_like(t), np.zeros_like(t)]
-            q_m = [np.zeros_like(t), np.ones_like(t)]
-            for m in range(2, K + 1):
-                sgn = (-1.0) ** (m - 1)
-                p_m.append(fact[m - 1] * (N - 2.0) * (sgn * t * s_t**m - (1.0 - t) * s_1t**m))
-                q_m.append(fact[m - 1] * (sgn * s_t**m + s_1t**m) / d1)
-            C = np.zeros((K, t.size, K))  # C[k, level, j]: coefficient of u^j in P_k
-            C[0, :, 0] = 1.0
-            for k in range(K - 1):
-                for i in range(k + 1):
-                    prev = binom[k][i] * C[k - i]
-                    C[k + 1] += p_m[i + 1][:, None] * prev
-                    C[k + 1, :, 1:] += q_m[i + 1][:, None] * prev[:, :-1]
+            C = C_round[:, rows]  # C[k, level, j]: coefficient of u^j in P_k
             seqs = np.empty((3,) + w.shape)
             seqs[0], seqs[1], seqs[2] = w, v, wd
             moms = np.empty((K,) + (w.shape[0], g1 - g0 + 1))
