@@ -595,7 +595,7 @@ def _kernel_sums_at(
 def _bell_coefficients(levels: NDArray[np.int64], hu: float, N: float, K: int) -> NDArray[np.float64]:
     """``C[k, level, j]``: the coefficient of ``u^j`` in the complete Bell polynomial ``P_k`` of the scaled
     derivatives ``psi_m = p_m + q_m u`` at the levels ``t = sin(level hu)^2`` (see :func:`_median_by_levels`),
-    for all levels of a round at once."""
+    for many levels at once."""
     fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
     binom = [[float(special.comb(k, i, exact=True)) for i in range(k + 1)] for k in range(K)]
     t = np.sin(levels * hu) ** 2
@@ -684,7 +684,8 @@ def _median_by_levels(
         yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), zhi)
         ends = np.append(starts[1:], zs.size)
         retry_z, retry_j = [], []
-        C_round = _bell_coefficients(levels, hu, N, K)
+        c_from, c_to = 0, 0  # the Bell coefficients of levels[c_from:c_to] (at most ~1024 levels at a time)
+        C_chunk = np.zeros((K, 0, K))
         r0 = 0
         while r0 < levels.size:  # blocks of levels; rows aligned on their smallest z, padded to the longest
             r1, pad_l, pad_r = r0, 0, 0
@@ -733,7 +734,10 @@ def _median_by_levels(
             g0 = min(c0, int(kept[0])) if kept.size else c0
             g1 = max(c1, int(kept[-1])) if kept.size else c1
             del size, kept
-            C = C_round[:, rows]  # C[k, level, j]: coefficient of u^j in P_k
+            if r1 > c_to:
+                c_from, c_to = r0, min(levels.size, max(r1, r0 + 1024))
+                C_chunk = _bell_coefficients(levels[c_from:c_to], hu, N, K)
+            C = C_chunk[:, r0 - c_from:r1 - c_from]  # C[k, level, j]: coefficient of u^j in P_k
             seqs = np.empty((3,) + w.shape)
             seqs[0], seqs[1], seqs[2] = w, v, wd
             moms = np.empty((K,) + (w.shape[0], g1 - g0 + 1))
