@@ -42,7 +42,7 @@ from dpbayes import counting
 from dpbayes._extras import lazy_module, require
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import (
-    _geometric_row_factors, _log_space_mean_offset, beta_posterior_mean_remap, beta_prior_on_grid,
+    _geometric_row_factors, _log_poch, _log_space_mean_offset, beta_posterior_mean_remap, beta_prior_on_grid,
     betabinom_logpmf, geometric_kernel_sums, truncated_geometric_logmatrix, ubapp_exact,
 )
 from dpbayes.validation import (
@@ -362,7 +362,7 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
         Exact Bayes risk ``E|theta - estimate|``.
     """
     y_all = np.arange(n + 1, dtype=float)
-    log_w = betabinom_logpmf(y_all, n, a, b)
+    log_w = _betabinom_logpmf_all(y_all, n, a, b)
     scale_log = float(np.max(log_w))
     log_w -= scale_log
     lbeta = special.betaln(a + y_all, b + n - y_all)
@@ -376,6 +376,25 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
         est_rest, risk_rest = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, lbeta, rest)
         estimates[rest], risk_z[rest] = est_rest, risk_rest
     return estimates, float(np.exp(scale_log) * np.sum(risk_z))
+
+
+def _betabinom_logpmf_all(y_all: NDArray[np.float64], n: int, a: float, b: float) -> NDArray[np.float64]:
+    """:func:`dpbayes.ubapp.betabinom_logpmf` at ``y_all = 0, 1, ..., n``, bit for bit, without the
+    Pochhammer factors of exponent 0 (``a = 1`` or ``b = 1``: ``log poch(x, 0) = 0`` exactly), which
+    cost two thirds of that function for a uniform prior."""
+    if max(a, b) > 30.0:
+        return betabinom_logpmf(y_all, n, a, b)
+    out = _log_poch(y_all + 1.0, a - 1.0) if a != 1.0 else np.zeros(n + 1)
+    if b != 1.0:
+        out += _log_poch(n - y_all + 1.0, b - 1.0)
+    else:
+        out += 0.0  # the sum with log poch(x, 0) = 0, as in betabinom_logpmf
+    if a + b != 1.0:
+        out -= _log_poch(np.array([n + 1.0]), a + b - 1.0)[0]
+    else:
+        out -= 0.0
+    out -= special.betaln(a, b)
+    return out
 
 
 def _posterior_mean_guess(n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -573,6 +592,32 @@ def _kernel_sums_at(
     return out
 
 
+def _bell_coefficients(levels: NDArray[np.int64], hu: float, N: float, K: int) -> NDArray[np.float64]:
+    """``C[k, level, j]``: the coefficient of ``u^j`` in the complete Bell polynomial ``P_k`` of the scaled
+    derivatives ``psi_m = p_m + q_m u`` at the levels ``t = sin(level hu)^2`` (see :func:`_median_by_levels`),
+    for many levels at once."""
+    fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
+    binom = [[float(special.comb(k, i, exact=True)) for i in range(k + 1)] for k in range(K)]
+    t = np.sin(levels * hu) ** 2
+    sig = np.sqrt(t * (1.0 - t) / N)
+    s_t, s_1t = sig / t, sig / (1.0 - t)
+    d1 = sig / (t * (1.0 - t))
+    p_m = [np.zeros_like(t), np.zeros_like(t)]
+    q_m = [np.zeros_like(t), np.ones_like(t)]
+    for m in range(2, K + 1):
+        sgn = (-1.0) ** (m - 1)
+        p_m.append(fact[m - 1] * (N - 2.0) * (sgn * t * s_t**m - (1.0 - t) * s_1t**m))
+        q_m.append(fact[m - 1] * (sgn * s_t**m + s_1t**m) / d1)
+    C = np.zeros((K, t.size, K))
+    C[0, :, 0] = 1.0
+    for k in range(K - 1):
+        for i in range(k + 1):
+            prev = binom[k][i] * C[k - i]
+            C[k + 1] += p_m[i + 1][:, None] * prev
+            C[k + 1, :, 1:] += q_m[i + 1][:, None] * prev[:, :-1]
+    return C
+
+
 def _median_by_levels(
     n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64], lo: NDArray[np.int64],
     hi: NDArray[np.int64], lbeta: NDArray[np.float64], guess: NDArray[np.float64],
@@ -617,7 +662,6 @@ def _median_by_levels(
     J = int(np.floor(0.5 * np.pi / hu))
     c_row = _geometric_row_factors(n, eps)
     fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
-    binom = [[float(special.comb(k, i, exact=True)) for i in range(k + 1)] for k in range(K)]
     estimates = np.full(n + 1, np.nan)
     risk_z = np.full(n + 1, np.nan)
 
@@ -640,6 +684,8 @@ def _median_by_levels(
         yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), zhi)
         ends = np.append(starts[1:], zs.size)
         retry_z, retry_j = [], []
+        c_from, c_to = 0, 0  # the Bell coefficients of levels[c_from:c_to] (at most ~1024 levels at a time)
+        C_chunk = np.zeros((K, 0, K))
         r0 = 0
         while r0 < levels.size:  # blocks of levels; rows aligned on their smallest z, padded to the longest
             r1, pad_l, pad_r = r0, 0, 0
@@ -675,8 +721,8 @@ def _median_by_levels(
             wd = (al / N - tc) * (w - 2.0 * v) + 2.0 * tc * (1.0 - tc) * g / N
             # scaled derivatives psi_m = sigma^m phi_y^(m), each linear in y: psi_m = p_m + q_m u with
             # u = psi_1 (p_m, q_m per level); the Bell polynomials P_k are then polynomials in u whose
-            # coefficients depend on the level only, so the sums need the moments sum_y G g_y u^j
-            s_t, s_1t = sig / t, sig / (1.0 - t)
+            # coefficients depend on the level only (:func:`_bell_coefficients`), so the sums need the
+            # moments sum_y G g_y u^j
             d1 = sig / (t * (1.0 - t))
             # the moments need only the columns where some row's sigma pdf_y(t) |u|^(K - 1) (n + 1) is above
             # e^-70 (their terms are at most that share of P(z)): the components' core, not the whole window
@@ -688,19 +734,10 @@ def _median_by_levels(
             g0 = min(c0, int(kept[0])) if kept.size else c0
             g1 = max(c1, int(kept[-1])) if kept.size else c1
             del size, kept
-            p_m = [np.zeros_like(t), np.zeros_like(t)]
-            q_m = [np.zeros_like(t), np.ones_like(t)]
-            for m in range(2, K + 1):
-                sgn = (-1.0) ** (m - 1)
-                p_m.append(fact[m - 1] * (N - 2.0) * (sgn * t * s_t**m - (1.0 - t) * s_1t**m))
-                q_m.append(fact[m - 1] * (sgn * s_t**m + s_1t**m) / d1)
-            C = np.zeros((K, t.size, K))  # C[k, level, j]: coefficient of u^j in P_k
-            C[0, :, 0] = 1.0
-            for k in range(K - 1):
-                for i in range(k + 1):
-                    prev = binom[k][i] * C[k - i]
-                    C[k + 1] += p_m[i + 1][:, None] * prev
-                    C[k + 1, :, 1:] += q_m[i + 1][:, None] * prev[:, :-1]
+            if r1 > c_to:
+                c_from, c_to = r0, min(levels.size, max(r1, r0 + 1024))
+                C_chunk = _bell_coefficients(levels[c_from:c_to], hu, N, K)
+            C = C_chunk[:, r0 - c_from:r1 - c_from]  # C[k, level, j]: coefficient of u^j in P_k
             seqs = np.empty((3,) + w.shape)
             seqs[0], seqs[1], seqs[2] = w, v, wd
             moms = np.empty((K,) + (w.shape[0], g1 - g0 + 1))
@@ -723,7 +760,7 @@ def _median_by_levels(
             slot = np.arange(z_blk.size) - np.repeat(starts[r0:r1] - starts[r0], counts)
             M = np.zeros((r1 - r0, int(counts.max()), K))
             M[row_of, slot] = S[3:].T
-            T = np.matmul(M, C.transpose(1, 2, 0))[row_of, slot].T
+            T = np.ascontiguousarray(np.matmul(M, C.transpose(1, 2, 0))[row_of, slot].T)  # rows T_k contiguous
             s_z, t_z = sig[row_of], t[row_of]
             x = np.zeros(z_blk.size)
             target = 0.5 * pz - phi0
@@ -737,12 +774,16 @@ def _median_by_levels(
                 xa = x if full else x[active]
                 cv = coef_v if full else coef_v[:, active]
                 cd = coef_d if full else coef_d[:, active]
-                val, der = np.zeros_like(xa), np.zeros_like(xa)
-                for k in range(kk, 0, -1):  # Horner, in place
-                    val += cv[k - 1]
-                    val *= xa
-                    der *= xa
-                    der += cd[k - 1]
+                if it == 0:  # at x = 0: value 0 and derivative coef_d[0] (NaN, like Horner, if a coefficient is not finite)
+                    val = np.where(np.isfinite(cv[:kk]).all(axis=0), 0.0, np.nan)
+                    der = cd[0]
+                else:
+                    val, der = np.zeros_like(xa), np.zeros_like(xa)
+                    for k in range(kk, 0, -1):  # Horner, in place
+                        val += cv[k - 1]
+                        val *= xa
+                        der *= xa
+                        der += cd[k - 1]
                 sa, ta = (s_z, target) if full else (s_z[active], target[active])
                 with np.errstate(divide="ignore", invalid="ignore"):
                     step = (sa * val - ta) / (sa * der)
@@ -757,10 +798,15 @@ def _median_by_levels(
                     active = active[moving]
                 if active.size == 0:
                     break
-            last = np.abs(s_z * T[K - 1] * x**K / fact[K])
+            xk = x * x  # x^K by repeated products (only a threshold below)
+            xk *= xk
+            xk = xk * xk * xk if K == 12 else x**K
+            last = np.abs(s_z * T[K - 1] * xk / fact[K])
+            del xk
             acc = np.zeros_like(x)
-            for k in range(K + 1, 1, -1):  # Horner: sum_(k >= 2) T_(k-2) x^k / k!
-                acc = (acc + T[k - 2] / fact[k]) * x
+            for k in range(K + 1, 1, -1):  # Horner: sum_(k >= 2) T_(k-2) x^k / k!, in place
+                acc += T[k - 2] / fact[k]
+                acc *= x
             rk = rd0 + (2.0 * phi0 - pz) * s_z * x + 2.0 * s_z**2 * x * acc
             ok = (np.abs(x) <= _TRUST) & (last <= _LAST_TERM * pz) & (pz > 1e-280) & np.isfinite(rk)
             estimates[z_blk[ok]] = t_z[ok] + s_z[ok] * x[ok]
