@@ -1,6 +1,6 @@
 """Private releases of real data: OpenDP's vetted noise samplers followed by a Bayes remap.
 
-The rest of :mod:`dpbayes` draws noise with :class:`numpy.random.Generator` in floating point,
+The rest of ``dpbayes`` draws noise with :class:`numpy.random.Generator` in floating point,
 which is right for simulation (fast, seeded) but is not a safe way to protect real data: the
 low-order bits of floating-point Laplace samples can reveal the input (Mironov, "On significance
 of the least significant bits for differential privacy", CCS 2012). This module draws the noise
@@ -841,7 +841,7 @@ class OptimalProportionRelease:
     Everything except the noise is computed once here, without the ``(n + 1)^2`` law: ``O(n)`` time
     and memory for the Beta prior and squared loss (:func:`dpbayes.ubapp.beta_posterior_mean_remap`),
     ``O(n + sqrt(n) / eps)`` time and memory for absolute loss
-    (:func:`beta_posterior_median_remap`), ``O(n M)`` time and ``O(n + M)`` memory for a grid prior
+    (``beta_posterior_median_remap``), ``O(n M)`` time and ``O(n + M)`` memory for a grid prior
     of ``M`` points (:func:`dpbayes.ubapp.ubapp_exact`). Each :meth:`release` costs one OpenDP draw.
 
     Parameters
@@ -851,7 +851,7 @@ class OptimalProportionRelease:
     eps : float
         Privacy parameter, a real number in ``[MIN_EPS, MAX_EPS] = [1e-9, 20]``.
     loss : {"squared", "absolute"}
-        Loss of the Bayes remap and of :attr:`bayes_risk`.
+        Loss of the Bayes remap and of ``bayes_risk``.
     beta_prior : tuple of float, optional
         ``(a, b)`` of the Beta prior (both ``> 0``); ``None`` (default) is ``(1, 1)``, uniform. With
         ``theta_grid`` and no ``prior_weights``, this Beta is discretised on the grid; giving both
