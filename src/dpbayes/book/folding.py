@@ -33,7 +33,7 @@ import argparse
 import ast
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,15 @@ def _shows_something(tree: ast.Module) -> bool:
     return False
 
 
+def _parsed(sources: Iterable[str]) -> Iterator[ast.Module]:
+    """The syntax trees of ``sources``, skipping those that do not parse (magics, broken cells)."""
+    for source in sources:
+        try:
+            yield ast.parse(source)
+        except SyntaxError:
+            continue
+
+
 def library_names(sources: Iterable[str]) -> frozenset[str]:
     """Names a notebook binds to the ``dpbayes`` science modules (not ``dpbayes.book``).
 
@@ -104,11 +113,7 @@ def library_names(sources: Iterable[str]) -> frozenset[str]:
     ``MAX_N``; ``import dpbayes.lbapp`` gives ``dpbayes``. Sources that do not parse are skipped.
     """
     names: set[str] = set()
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
+    for tree in _parsed(sources):
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 parts = node.module.split(".")
@@ -129,11 +134,7 @@ def library_names(sources: Iterable[str]) -> frozenset[str]:
 def plotting_functions(sources: Iterable[str]) -> frozenset[str]:
     """Functions a notebook defines that draw (``def error_figure(...)`` calling ``plt.subplots``)."""
     names: set[str] = set()
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
+    for tree in _parsed(sources):
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _draws(_calls(node)):
                 names.add(node.name)
