@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from browser_helpers import CHROMIUM_FLAGS, chromium_path, serve
+from browser_helpers import page_states
 
 UNCAPTIONED = "uncaptioned image"
 NARROW_FIGURE = "figure shown narrower than assumed"
@@ -52,27 +52,20 @@ def figure_problems(root: Path, pages: list[str], width: int, column_px: float |
 
     ``column_px``: the column width the figure legibility check assumes (checked only if given).
     """
-    from playwright.sync_api import sync_playwright
-
     problems: dict[str, list[str]] = {}
-    with serve(root) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
-        try:
-            page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
-            for rel in pages:
-                page.goto(base + rel, wait_until="load", timeout=30_000)
-                state = page.evaluate(_JS)
-                found = []
-                for img in state["images"]:
-                    if not img["number"].strip() or len(img["caption"]) <= len(img["number"]) + 10:
-                        found.append(f"{UNCAPTIONED}: {img['src']}")
-                    if column_px is not None and img["shown"] + 1 < min(img["natural"], column_px):
-                        found.append(f"{NARROW_FIGURE}: {img['src']} shown {img['shown']:.0f} px, natural "
-                                     f"{img['natural']} px, column assumed {column_px:.0f} px")
-                problems[rel] = found
-                if screenshot_dir is not None:
-                    screenshot_dir.mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=str(screenshot_dir / f"{rel.replace('/', '__')[:-5]}-{width}.png"), full_page=True)
-        finally:
-            browser.close()
+    for rel, tab, state in page_states(root, pages, width, _JS):
+        if isinstance(state, str):
+            problems[rel] = [state]
+            continue
+        found = []
+        for img in state["images"]:
+            if not img["number"].strip() or len(img["caption"]) <= len(img["number"]) + 10:
+                found.append(f"{UNCAPTIONED}: {img['src']}")
+            if column_px is not None and img["shown"] + 1 < min(img["natural"], column_px):
+                found.append(f"{NARROW_FIGURE}: {img['src']} shown {img['shown']:.0f} px, natural "
+                             f"{img['natural']} px, column assumed {column_px:.0f} px")
+        problems[rel] = found
+        if screenshot_dir is not None:
+            screenshot_dir.mkdir(parents=True, exist_ok=True)
+            tab.screenshot(path=str(screenshot_dir / f"{rel.replace('/', '__')[:-5]}-{width}.png"), full_page=True)
     return problems

@@ -132,6 +132,34 @@ def serve(root: Path) -> Iterator[str]:
         server.server_close()
 
 
+def page_states(root: Path, pages: list[str], width: int, script: str) -> Iterator[tuple[str, object, object]]:
+    """Open each of ``pages`` in a Chromium window ``width`` px wide and yield ``(page, tab, state)``.
+
+    ``state`` is what ``script`` returns there, or a one-line error text when the page could not be
+    read even after waiting once more (a late navigation, e.g. a theme script, destroyed the context).
+    ``tab`` is the Playwright page, for a screenshot.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with serve(root) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+        try:
+            tab = browser.new_context(viewport={"width": width, "height": 900}).new_page()
+            for rel in pages:
+                tab.goto(base + rel, wait_until="load", timeout=30_000)
+                try:
+                    state = tab.evaluate(script)
+                except Exception:
+                    tab.wait_for_load_state("load")
+                    try:
+                        state = tab.evaluate(script)
+                    except Exception as exc:
+                        state = f"could not read the page: {type(exc).__name__}: {str(exc)[:120]}"
+                yield rel, tab, state
+        finally:
+            browser.close()
+
+
 def html_pages(root: Path) -> list[str]:
     """Every HTML page of the build, as paths relative to ``root`` (``_static``/``_sources`` excluded)."""
     return sorted(

@@ -23,7 +23,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from browser_helpers import CHROMIUM_FLAGS, chromium_path, serve
+from browser_helpers import CHROMIUM_FLAGS, chromium_path, page_states, serve
 
 from dpbayes.book.folding import cell_needs_folding, library_names, plotting_functions
 
@@ -105,28 +105,8 @@ def page_problems(state: dict) -> list[str]:
 
 def reader_problems(root: Path, pages: list[str], width: int = 1300) -> dict[str, list[str]]:
     """``{page: [problems]}`` for ``pages`` opened in a window ``width`` px wide."""
-    from playwright.sync_api import sync_playwright
-
-    problems: dict[str, list[str]] = {}
-    with serve(root) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
-        try:
-            page = browser.new_context(viewport={"width": width, "height": 900}).new_page()
-            for rel in pages:
-                page.goto(base + rel, wait_until="load", timeout=30_000)
-                try:
-                    state = page.evaluate(_READER_JS)
-                except Exception:  # a late navigation (a theme script) destroyed the context: once more
-                    page.wait_for_load_state("load")
-                    try:
-                        state = page.evaluate(_READER_JS)
-                    except Exception as exc:
-                        problems[rel] = [f"could not read the page: {type(exc).__name__}: {str(exc)[:120]}"]
-                        continue
-                problems[rel] = page_problems(state)
-        finally:
-            browser.close()
-    return problems
+    return {rel: [state] if isinstance(state, str) else page_problems(state)
+            for rel, _, state in page_states(root, pages, width, _READER_JS)}
 
 
 # -- the dashboard's links ---------------------------------------------------------------------------
