@@ -51,7 +51,7 @@ NONDEFAULT: dict[str, dict[str, str]] = {
                          "t_factors": "2.0,1.0", "gammas": "0.1", "crossover_eps": "1.0,0.5", "crossover_n_max": "16",
                          "theta": "0.4", "extra_prior_a": "0.1", "extra_prior_b": "0.2", "n_grid_k3": "5,3"},
     "03a-fisher-intervals": {"eps_grid": "3.0,2.0", "n_grid": "11", "mc_n_obs": "40", "mc_n_is": "40", "check_n_is": "80",
-                             "asym_n_grid": "5", "seed": "2"},
+                             "asym_n_grid": "5", "seed": "2", "gauss_delta": "0.001"},
     "03b-smc-simulated": {"n": "30", "n_particles": "20", "n_runs": "2", "methods": "SMC-adaptive,SMC-nonadaptive,MCMC",
                           "eps_grid": "3.0,2.0", "b_grid": "0.4,0.2", "mu_true": "10.0", "sigma2_true": "4.0",
                           "nonadaptive_halfwidth": "8.0", "noise_scale_factor": "0.8", "mcmc_iter": "200",
