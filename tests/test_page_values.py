@@ -171,6 +171,49 @@ def test_no_result_number_is_typed_by_hand(page: str) -> None:
                        "(CONTRIBUTING.md, 'Numbers on pages'):\n" + "\n".join(f.describe(page) for f in found))
 
 
+NOTEBOOKS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "chapters").rglob("*.ipynb"))
+#: decimals a notebook's prose may state, with the reason (design constants shown in the code below them)
+NOTEBOOK_PROSE_ALLOWED = {
+    ("chapters/01-ubapp/01a-lp-and-exact-solver.ipynb", "0.3"): "the range of the random loss exponent p, drawn in the "
+                                                               "cell below the text",
+}
+
+
+def typed_decimals_in_prose(notebook: Path) -> list[str]:
+    """Decimals (``0.7484``, ``2,200``) typed into a notebook's Markdown cells that no rule allows.
+
+    The rules of :func:`hand_typed_numbers` with the notebook's own parameter values allowed; small integers
+    and counts stay allowed in a notebook's prose, a decimal is a result and must be an output (a ``{glued}``
+    reference, or text a code cell generates)."""
+    nb = nbformat.read(notebook, as_version=4)
+    allowed = parameter_values([notebook])
+    found = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for number in hand_typed_numbers(cell.source, allowed):
+            if any(ch in number.text for ch in ".,"):
+                found.append(f"cell {index}: {number.text!r} in '{number.context}'")
+    return found
+
+
+def test_a_decimal_typed_into_a_notebooks_prose_is_found(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("Thm 2.5 holds with probability 0.7484 for 2,200 counties, $F_{11}$."),
+                nbformat.v4.new_code_cell("x = 0.7484")]
+    nbformat.write(nb, tmp_path / "demo.ipynb")
+    found = typed_decimals_in_prose(tmp_path / "demo.ipynb")
+    assert [f.split("'")[1] for f in found] == ["0.7484", "2,200"]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_no_decimal_is_typed_into_a_notebooks_prose(notebook: str) -> None:
+    found = [f for f in typed_decimals_in_prose(ROOT / notebook)
+             if (notebook, f.split("'")[1]) not in NOTEBOOK_PROSE_ALLOWED]
+    assert not found, (f"{notebook}: decimals typed into the prose; generate the text in a code cell or use a "
+                       "{glued} reference (CONTRIBUTING.md, 'Numbers on pages'):\n" + "\n".join(found))
+
+
 # --------------------------------------------------------------------------------------------
 # End to end: a tiny book, built and validated
 # --------------------------------------------------------------------------------------------
