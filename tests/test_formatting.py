@@ -119,3 +119,55 @@ def test_reader_table_refuses_what_is_not_a_dataframe() -> None:
 
     with pytest.raises(TypeError, match="df must be a pandas DataFrame"):
         reader_table([[1, 2]])
+
+
+def test_reader_symbols_typesets_plain_ascii_symbols_for_display() -> None:
+    from dpbayes.book.formatting import reader_symbols
+
+    assert reader_symbols("noise scale (r-l)/(eps sqrt 2)") == "noise scale (r-l)/(ε √2)"
+    assert reader_symbols("not eps-DP as calibrated") == "not ε-DP as calibrated"
+    assert reader_symbols("a <= b >= c") == "a ≤ b ≥ c"
+    # only the word: epsilon, eps2 and steps stay
+    assert reader_symbols("epsilon, eps2, steps") == "epsilon, eps2, steps"
+    with pytest.raises(TypeError, match="text must be a str"):
+        reader_symbols(1.0)  # type: ignore[arg-type]
+
+
+def test_reader_table_shows_a_named_index_and_typesets_text_cells() -> None:
+    import pandas as pd
+
+    from dpbayes.book.formatting import reader_table
+
+    df = pd.DataFrame({"eps": [1.0, 2.0], "note": ["eps-DP", "x <= 1"]}, index=pd.Index(["LSHist", "EHD"], name="mechanism"))
+    table = reader_table(df, ".3g", index=True)
+    header, _, first, second = table.splitlines()
+    assert header.split("|")[1].strip() == "mechanism" and "$\\varepsilon$" in header
+    assert "LSHist" in first and "ε-DP" in first and "x ≤ 1" in second
+    with pytest.raises(ValueError, match="named index"):
+        reader_table(df.rename_axis(None), index=True)
+
+
+def test_reader_table_shows_the_index_only_when_it_says_something() -> None:
+    import pandas as pd
+
+    from dpbayes.book.formatting import reader_table
+
+    plain = pd.DataFrame({"x": [1.0, 2.0]})
+    assert reader_table(plain, index=None).splitlines()[0].count("|") == 2
+    named = plain.set_index(pd.Index([10, 20], name="n"))
+    assert reader_table(named, index=None).splitlines()[0].split("|")[1].strip() == "n"
+    with pytest.raises(ValueError, match="named index"):
+        reader_table(plain.set_index(pd.Index([10, 20])), index=None)
+
+
+def test_reader_table_never_mixes_plain_and_exponent_within_a_column() -> None:
+    import pandas as pd
+
+    from dpbayes.book.formatting import reader_table
+
+    text = reader_table(pd.DataFrame({"ratio": [845.2, 1253.0, 86.94, float("nan")], "x": [1.0, 2.0, 3.0, 4.0]}), ".3g")
+    cells = [line.split("|")[1].strip() for line in text.splitlines()[2:]]
+    assert cells == ["845", "1250", "86.9", "—"]
+    assert "e+" not in text
+    # numbers stay right-aligned
+    assert text.splitlines()[1].split("|")[1].endswith(":")

@@ -15,7 +15,7 @@ from typing import Any
 
 from dpbayes.validation import check_int, check_positive
 
-__all__ = ["format_to_accuracy", "markdown_table", "reader_table", "show_table", "escape_cell", "MISSING"]
+__all__ = ["format_to_accuracy", "markdown_table", "reader_table", "show_table", "escape_cell", "reader_symbols", "MISSING"]
 
 MISSING = "\u2014"
 """What a table cell without a value shows (an em dash); the notebook says what it means."""
@@ -67,7 +67,14 @@ def _escape_cell(text: str) -> str:
     return escape_cell(text.replace("\n", " "))
 
 
-def markdown_table(df: Any, floatfmt: str | Sequence[str] = ".4g", *, index: bool = False, missing: str = MISSING) -> str:
+def markdown_table(
+    df: Any,
+    floatfmt: str | Sequence[str] = ".4g",
+    *,
+    index: bool = False,
+    missing: str = MISSING,
+    preformatted: Sequence[int] = (),
+) -> str:
     """The Markdown (GFM) table of a :class:`pandas.DataFrame`, safe to show with ``IPython.display.Markdown``.
 
     Every table a notebook shows goes through this function, so that all of them render the same
@@ -90,6 +97,9 @@ def markdown_table(df: Any, floatfmt: str | Sequence[str] = ".4g", *, index: boo
         Show the index as the first column (it must be named).
     missing : str
         Text of a cell without a value.
+    preformatted : sequence of int
+        Positions of columns whose cells are already number texts: printed as they are (not
+        re-parsed and re-formatted), right-aligned like numbers.
 
     Returns
     -------
@@ -106,7 +116,11 @@ def markdown_table(df: Any, floatfmt: str | Sequence[str] = ".4g", *, index: boo
     table = df.reset_index() if index else df
     headers = [_escape_cell(str(c)) for c in table.columns]
     rows = [[_cell(v) for v in row] for row in table.itertuples(index=False, name=None)]
-    return tabulate(rows, headers=headers, tablefmt="pipe", floatfmt=floatfmt, missingval=missing)
+    if not preformatted:
+        return tabulate(rows, headers=headers, tablefmt="pipe", floatfmt=floatfmt, missingval=missing)
+    colalign = [("right" if i in set(preformatted) else None) for i in range(len(headers))]
+    return tabulate(rows, headers=headers, tablefmt="pipe", floatfmt=floatfmt, missingval=missing,
+                    disable_numparse=list(preformatted), colalign=colalign)
 
 
 EXPONENT_BELOW = 1e-4
@@ -115,10 +129,30 @@ EXPONENT_FROM = 1e4
 :data:`EXPONENT_FROM` up is printed with an exponent in every row (``.3e``), never mixed."""
 
 
-def reader_table(df: Any, floatfmt: str = ".4g") -> str:
+_READER_SYMBOLS = ((re.compile(r"\beps\b"), "\u03b5"), (re.compile(r"\bsqrt ?(\d)\b"), "\u221a\\1"),
+                   (re.compile(r"<="), "\u2264"), (re.compile(r">="), "\u2265"))
+
+
+def reader_symbols(text: str) -> str:
+    """``text`` with the plain-ASCII symbols of code and library strings written as a reader expects.
+
+    ``eps`` becomes ``ε``, ``sqrt 2`` ``√2``, ``<=`` and ``>=`` ``≤`` and ``≥`` (Unicode, so the result
+    reads the same in a Markdown table, a notebook's generated text and a matplotlib legend). For
+    display only: the library's strings (verdict words such as ``"not eps-DP as calibrated"``) stay
+    as they are, so code that compares them is unaffected.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    for pattern, symbol in _READER_SYMBOLS:
+        text = pattern.sub(symbol, text)
+    return text
+
+
+def reader_table(df: Any, floatfmt: str = ".4g", *, index: bool | None = False) -> str:
     """:func:`markdown_table` of ``df`` in the book's table style (issue 27).
 
     - headers typeset: the word ``eps`` becomes $\\varepsilon$ and ``<=`` becomes $\\le$;
+    - text cells through :func:`reader_symbols` (``eps`` -> ``ε``, ...);
     - boolean columns read ``yes`` / ``no`` (never Python's ``True`` / ``False``);
     - one number format per column: ``floatfmt`` unless some value of the column needs an
       exponent (see :data:`EXPONENT_BELOW`), then ``.3e`` for the whole column.
@@ -128,6 +162,9 @@ def reader_table(df: Any, floatfmt: str = ".4g") -> str:
     df : pandas.DataFrame
     floatfmt : str
         Format of float columns that need no exponent.
+    index : bool or None
+        Show the index as the first column(s); every level must be named (it heads its column).
+        ``None``: show it unless it is the default ``0, 1, 2, ...``.
 
     Returns
     -------
@@ -141,22 +178,45 @@ def reader_table(df: Any, floatfmt: str = ".4g") -> str:
         raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     if not isinstance(floatfmt, str):
         raise TypeError(f"floatfmt must be a format string such as '.4g', got {type(floatfmt).__name__}")
+    if index is None:
+        index = any(name is not None for name in df.index.names) or not df.index.equals(pd.RangeIndex(len(df)))
+    if index:
+        if any(name is None for name in df.index.names):
+            raise ValueError("index=True needs a named index (df.rename_axis('...')): a bare index column tells the reader nothing")
+        df = df.reset_index()
     df = df.rename(columns=lambda c: re.sub(r"\beps\b", r"$\\varepsilon$", str(c)).replace("<=", r"$\le$"))
     df = df.apply(lambda s: s.map({True: "yes", False: "no"}) if s.dtype == bool else s)
-    formats = []
-    for column in df.columns:
+    df = df.apply(lambda s: s if pd.api.types.is_numeric_dtype(s) else s.map(lambda v: reader_symbols(v) if isinstance(v, str) else v))
+    formats, preformatted = [], []
+    significant = re.fullmatch(r"\.(\d+)g", floatfmt)
+    for position, column in enumerate(df.columns):
         values = df[column].to_numpy(dtype=float) if df[column].dtype.kind == "f" else np.array([])
         magnitudes = np.abs(values[np.isfinite(values) & (values != 0)])
         needs_exponent = magnitudes.size and (magnitudes.min() < EXPONENT_BELOW or magnitudes.max() >= EXPONENT_FROM)
         formats.append(".3e" if needs_exponent else floatfmt)
-    return markdown_table(df, formats)
+        if not needs_exponent and significant and magnitudes.size and magnitudes.max() >= 10.0 ** int(significant.group(1)):
+            # "g" would switch this column's large values (1250 at ".3g") to an exponent and leave the others plain
+            digits = max(1, int(significant.group(1)))
+            df = df.assign(**{column: [None if not np.isfinite(v) else _plain_significant(float(v), digits) for v in values]})
+            preformatted.append(position)
+    return markdown_table(df, formats, preformatted=preformatted)
 
 
-def show_table(df: Any, floatfmt: str = ".4g") -> None:
+def _plain_significant(x: float, digits: int) -> str:
+    """``x`` rounded to ``digits`` significant digits, written without an exponent (``1250``, ``0.0969``)."""
+    if x == 0:
+        return "0"
+    exponent = math.floor(math.log10(abs(x)))
+    rounded = round(x, digits - 1 - exponent)
+    text = f"{rounded:.{max(0, digits - 1 - exponent)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def show_table(df: Any, floatfmt: str = ".4g", *, index: bool | None = False) -> None:
     """Show :func:`reader_table` of ``df`` as a notebook output (the one display helper here)."""
     from IPython.display import Markdown, display
 
-    display(Markdown(reader_table(df, floatfmt)))
+    display(Markdown(reader_table(df, floatfmt, index=index)))
 
 
 def _cell(value: Any) -> Any:
