@@ -30,7 +30,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
-from dpbayes.truncation import fisher_score
+# the same input checks as the Laplace module (finite arrays, r > l)
+from dpbayes.truncation import _finite, _interval, fisher_score
 from dpbayes.validation import check_choice, check_grid, check_in_range, check_positive, check_rng
 
 __all__ = [
@@ -48,24 +49,6 @@ FloatArray = NDArray[np.float64]
 _SQRT2 = np.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 _SCORES = ("paper", "harmonic")
-
-
-def _finite(name: str, value: ArrayLike) -> FloatArray:
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a real number or an array of real numbers, got {value!r}") from exc
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
-    return arr
-
-
-def _interval(l: ArrayLike, r: ArrayLike) -> tuple[FloatArray, FloatArray]:
-    l_arr = _finite("l", l)
-    r_arr = _finite("r", r)
-    if not np.all(r_arr > l_arr):
-        raise ValueError("the truncation interval must have r > l (positive sensitivity r - l)")
-    return l_arr, r_arr
 
 
 def _scalar(name: str, value: Any) -> float:
