@@ -75,6 +75,11 @@ def parameter_values(notebooks: list[Path]) -> set[float]:
     (12.6, 1, "f", "12.6"),
     (99.6, 0, "int", "100"),
     (0.0, 3, "g", "0"),
+    (0.88, 3, "g", "0.880"),
+    (1.3, 3, "g", "1.30"),
+    (30.0, 4, "g", "30"),
+    (999.96, 4, "g", "1000"),
+    (2.0004, 3, "g", "2.00"),
 ])
 def test_format_number(x: float, digits: int, style: str, text: str) -> None:
     assert format_number(x, digits, style=style) == text

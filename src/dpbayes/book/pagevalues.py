@@ -78,7 +78,8 @@ def format_number(x: float, digits: int = 4, *, style: str = "g") -> str:
     digits : int
         Significant digits (``style`` ``"g"``/``"e"``) or decimals (``style`` ``"f"``/``"%"``), in [0, 17].
     style : {"g", "e", "f", "%", "int"}
-        ``"g"``: plain decimals for ``1e-3 <= |x| < 1e5``, else ``m×10ⁿ``; ``"e"``: always
+        ``"g"``: plain decimals for ``1e-3 <= |x| < 1e5`` (trailing zeros kept, so that every
+        value shows ``digits`` significant digits, except an integral value), else ``m×10ⁿ``; ``"e"``: always
         ``m×10ⁿ``; ``"f"``: ``digits`` decimals; ``"%"``: ``100 x`` with ``digits`` decimals and a
         percent sign; ``"int"``: rounded to an integer.
 
@@ -105,7 +106,9 @@ def format_number(x: float, digits: int = 4, *, style: str = "g") -> str:
     if x == 0:
         return "0"
     if style == "g" and 1e-3 <= abs(x) < 1e5:
-        text = f"{x:.{digits}g}"
+        # trailing zeros stay (0.880 beside 0.876 in a column, not 0.88: both stand behind three
+        # digits, as the exponent form 1.00×10⁻⁸ does); an integral value keeps none (30, not 30.00)
+        text = f"{x:.{digits}g}" if x.is_integer() else f"{x:#.{digits}g}".rstrip(".")
         if "e" not in text:
             return text
     mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
