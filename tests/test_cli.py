@@ -104,14 +104,14 @@ def test_sweep_in_parallel_writes_summary_with_glued_values_and_prints_it(tmp_pa
     assert list(rows[0]) == ["notebook", "eps", "run_dir", "status", "k", "glued.eps", "noise.mean_abs"]
     assert [float(r["eps"]) for r in rows] == [0.5, 1.0, 2.0]
     assert all(r["status"] == "ok" for r in rows)
-    assert [(r["k"], r["glued.eps"]) for r in rows] == [("2", "1"), ("1", "2"), ("0.5", "4")]  # as the page shows them
+    assert [(r["k"], r["glued.eps"]) for r in rows] == [("2", "1"), ("1", "2"), ("0.5000", "4")]  # as the page shows them
     assert len({r["noise.mean_abs"] for r in rows}) == 3
     # the end of the output: the summary's path, then the table
     out = result.stdout.splitlines()
     assert out[3] == f"summary  runs/{sweep.name}/summary.csv" and out[4] == ""
     table = [line.split() for line in out[5:]]
     assert table[0] == ["eps", "status", "k", "glued.eps", "noise.mean_abs"]
-    assert [line[:4] for line in table[1:]] == [["0.5", "ok", "2", "1"], ["1.0", "ok", "1", "2"], ["2.0", "ok", "0.5", "4"]]
+    assert [line[:4] for line in table[1:]] == [["0.5", "ok", "2", "1"], ["1.0", "ok", "1", "2"], ["2.0", "ok", "0.5000", "4"]]
 
 
 def test_update_stored_writes_notebook_and_figures(book):

@@ -129,8 +129,8 @@ def _check_01b(values: dict, nb: nbformat.NotebookNode, run_dir: Path) -> None:
     shown = {"|".join(cells[:-1]): float(cells[-1]) for cells in table[2:]}  # a quantity may hold a raw "|"
     data = _figure(run_dir, "fig3-mse-high-privacy")["data"]
     i = data["eps"].index(min(data["eps"]))
-    assert shown["UBaPP MSE at smallest eps"] == pytest.approx(data["UBaPP (grid, exact solver)"][i], rel=1e-3)
-    assert shown["LBaPP MSE at smallest eps"] == pytest.approx(data["LBaPP exact"][i], rel=1e-3)
+    assert shown["UBaPP MSE at smallest ε"] == pytest.approx(data["UBaPP (grid, exact solver)"][i], rel=1e-3)
+    assert shown["LBaPP MSE at smallest ε"] == pytest.approx(data["LBaPP exact"][i], rel=1e-3)
 
 
 def _check_02a(values: dict, nb: nbformat.NotebookNode, run_dir: Path) -> None:
