@@ -459,8 +459,6 @@ from browser_reader import (  # noqa: E402
 READER_PENDING: dict[tuple[str, str], str] = {
     ("chapters/03-adaptive-truncation/index.html", "figure downscaled: Fig. 3.2 "):
         "stored run paper-scale (81 min) drawn 900 px wide before the column-width style: re-make it",
-    ("chapters/03-adaptive-truncation/index.html", "figure downscaled: Fig. 3.5 "):
-        "stored run full-data (30 min) drawn 900 px wide before the column-width style: re-make it",
 }
 
 
