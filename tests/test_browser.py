@@ -456,10 +456,7 @@ from browser_reader import (  # noqa: E402
 # Known problems of the current book that need a long stored run re-executed (not possible in CI):
 # each entry is (page, start of the problem) -> what it needs; an entry that matches nothing fails
 # the test, so the list only shrinks.
-READER_PENDING: dict[tuple[str, str], str] = {
-    ("chapters/03-adaptive-truncation/index.html", "figure downscaled: Fig. 3.2 "):
-        "stored run paper-scale (81 min) drawn 900 px wide before the column-width style: re-make it",
-}
+READER_PENDING: dict[tuple[str, str], str] = {}
 
 
 @needs_book
