@@ -152,3 +152,22 @@ def test_baseline_study_is_ordered_and_checks_its_grids() -> None:
         smc_study.baseline_study(40, 0.0, 1.0, [5.0], [0.5, 0.9], 1)
     with pytest.raises(ValueError, match="pilot_fraction"):
         smc_study.baseline_replicate(40, 0.0, 1.0, 5.0, 0.5, 0, 0, pilot_fraction=1.5)
+
+
+def test_pooled_coverage() -> None:
+    # 100 of 120 intervals cover: P[Binomial(120, 0.9) <= 100] from the pmf summed directly
+    from math import comb
+    p_direct = sum(comb(120, k) * 0.9**k * 0.1 ** (120 - k) for k in range(101))
+    res = sb.pooled_coverage(100, 120)
+    assert res.coverage == pytest.approx(100 / 120)
+    assert res.p_value == pytest.approx(p_direct, rel=1e-10)
+    assert not res.undercovers  # p ~ 0.016 >= 0.01
+    assert sb.pooled_coverage(100, 120, alpha=0.05).undercovers
+    assert sb.pooled_coverage(93, 120).undercovers
+    assert sb.pooled_coverage(120, 120).p_value == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="hits"):
+        sb.pooled_coverage(121, 120)
+    with pytest.raises(ValueError, match="total"):
+        sb.pooled_coverage(0, 0)
+    with pytest.raises(ValueError, match="level"):
+        sb.pooled_coverage(5, 10, level=1.5)

@@ -24,12 +24,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import stats
 
 from dpbayes import executors, mcmc, smc, truncation
 from dpbayes.smc import NormalInvGammaPrior
 from dpbayes.validation import check_choice, check_int, check_positive, check_probability
 
-__all__ = ["CREDIBLE_LEVEL", "METHODS", "error_summary", "weighted_quantile", "credible_interval", "coverage",
+__all__ = ["CREDIBLE_LEVEL", "METHODS", "error_summary", "weighted_quantile", "credible_interval", "coverage", "PooledCoverage", "pooled_coverage",
            "fixed_interval_fisher", "design_fisher", "two_stage_pilot", "two_stage_fisher", "BASELINE_DESIGNS",
            "BaselineReplicate", "baseline_replicate", "baseline_study", "Replicate", "StudyConfig", "run_replicate", "simulation_study"]
 
@@ -378,6 +379,32 @@ def coverage(intervals: ArrayLike, truth: float) -> float:
     if np.any(iv[:, 0] > iv[:, 1]):
         raise ValueError("intervals must have lower <= upper")
     return float(np.mean((iv[:, 0] <= truth) & (truth <= iv[:, 1])))
+
+
+@dataclass(frozen=True)
+class PooledCoverage:
+    """Coverage of ``total`` credible intervals, ``hits`` of which contain the truth, tested against the nominal level."""
+
+    coverage: float
+    #: ``P[Binomial(total, level) <= hits]``: how likely so few covering intervals are if the level held
+    p_value: float
+    #: ``p_value < alpha``
+    undercovers: bool
+
+
+def pooled_coverage(hits: int, total: int, level: float = CREDIBLE_LEVEL, alpha: float = 0.01) -> PooledCoverage:
+    """Pooled coverage of credible intervals with a one-sided exact binomial test of undercoverage (beyond the paper).
+
+    The intervals are independent replicates (one per ``(eps, run)``), so under the nominal ``level`` the number
+    that contain the truth is ``Binomial(total, level)``; the book's rule calls a method *undercovering* when
+    the probability of at most ``hits`` covering intervals is below ``alpha``.
+    """
+    total = check_int("total", total, minimum=1)
+    hits = check_int("hits", hits, minimum=0, maximum=total)
+    level = float(check_probability("level", level))
+    alpha = float(check_probability("alpha", alpha))
+    p_value = float(stats.binom.cdf(hits, total, level))
+    return PooledCoverage(coverage=hits / total, p_value=p_value, undercovers=p_value < alpha)
 
 
 def fixed_interval_fisher(n: int, mu: float, sigma: float, halfwidth: float, eps: float) -> NDArray[np.float64]:
