@@ -416,3 +416,76 @@ def test_extreme_allowed_eps_values_build_opendp_measurements():
         assert mech.eps_spent <= eps and 0 <= mech.release(5).noisy_count <= 10
     big = release.OptimalProportionRelease(10**5, release.MIN_EPS)  # unbounded sampler, scale 1e9, clamped
     assert 0 <= big.release(5).noisy_count <= 10**5
+
+
+# ---------------------------------------------------------------- estimands and the geometric count release
+
+
+def test_every_proportion_release_names_its_estimand_and_splits_its_risk():
+    from dpbayes import estimator_choice, lbapp
+
+    theta = release.OptimalProportionRelease(60, 0.5)
+    r = theta.release(20)
+    assert r.estimand == "theta"
+    assert r.privacy_risk == pytest.approx(r.bayes_risk - lbapp.bayes_mse_posterior_mean(60), rel=1e-10)
+    assert r.worst_risk >= r.bayes_risk
+    prop = release.OptimalProportionRelease(60, 0.5, estimand="proportion")
+    q = prop.release(20)
+    assert q.estimand == "proportion" and q.privacy_risk == q.bayes_risk
+    # the proportion remap is E[c | z] / n, by the dense posterior
+    law = np.exp(ubapp.truncated_geometric_logmatrix(60, 0.5))
+    post = law @ np.arange(61) / law.sum(axis=1)  # uniform prior on the counts
+    np.testing.assert_allclose(prop.estimates, post / 60, rtol=1e-12)
+    bias, msd = estimator_choice.candidate_moments("geometric-bayes", 60, 0.5)
+    assert q.worst_risk == pytest.approx(msd.max())
+
+
+def test_a_prior_that_ignores_the_data_is_refused():
+    with pytest.raises(ValueError, match="ignore the data"):
+        release.OptimalProportionRelease(10, 1.0, beta_prior=(600.0, 600.0))
+    with pytest.raises(ValueError, match="estimand"):
+        release.OptimalProportionRelease(10, 1.0, estimand="count")
+    with pytest.raises(ValueError, match="squared loss"):
+        release.OptimalProportionRelease(10, 1.0, estimand="proportion", loss="absolute")
+
+
+def test_geometric_count_release_estimates_and_risks():
+    from scipy import stats
+
+    n, eps = 40, 0.7
+    law = np.exp(ubapp.truncated_geometric_logmatrix(n, eps))  # law[z, c]
+    w = stats.betabinom.pmf(np.arange(n + 1), n, 2.0, 3.0)
+    post = law * w[None, :]
+    post /= post.sum(axis=1, keepdims=True)
+    mean = release.GeometricCountRelease(n, eps, estimator="mean", prior=(2.0, 3.0))
+    median = release.GeometricCountRelease(n, eps, estimator="median", prior=(2.0, 3.0))
+    for z in (0, 7, 40):
+        assert mean.estimate_of(z) == pytest.approx(post[z] @ np.arange(n + 1), rel=1e-12)
+        assert median.estimate_of(z) == np.searchsorted(np.cumsum(post[z]), 0.5)
+    est = np.array([mean.estimate_of(z) for z in range(n + 1)])
+    per_count = (law * (est[:, None] - np.arange(n + 1)[None, :]) ** 2).sum(axis=0)
+    bayes, worst = mean.risks()
+    assert bayes == pytest.approx(w @ per_count, rel=1e-9)
+    assert worst == pytest.approx(per_count.max(), rel=1e-9)
+    free = release.GeometricCountRelease(n, eps)
+    r = free.release(13)
+    assert r.estimand == "count" and r.bayes_risk is None and r.estimate == r.noisy_count
+    assert r.interval[0] <= r.noisy_count <= r.interval[1]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(estimator="mean"), "needs a prior"),
+    (dict(estimator="mode", prior=(1, 1)), "estimator"),
+    (dict(prior=1.0), "ignores the data"),
+    (dict(prior=(1, 2, 3)), "pair"),
+    (dict(level=1.0), "level"),
+])
+def test_geometric_count_release_refuses_bad_input(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        release.GeometricCountRelease(30, 1.0, **kwargs)
+
+
+def test_geometric_count_release_never_repeats_the_count():
+    with pytest.raises(ValueError) as info:
+        release.release_count_geometric(31337, 100, 1.0)
+    assert "31337" not in str(info.value)

@@ -14,9 +14,21 @@ the post-processing that the book shows to be accurate:
   Sundararajan 2009), then the Bayes remap of the chapter 1 exact solver
   (:func:`dpbayes.ubapp.ubapp_exact`; UBaPP paper, linear program (11) and Algorithm 1) for a
   Beta or grid prior and squared or absolute loss;
+* :class:`GeometricCountRelease` / :func:`release_count_geometric` -- the count itself released with
+  OpenDP's geometric noise, clamped to ``{0..n}``: prior-free (``estimator="none"``, with an exact
+  prior-free interval), or followed by the posterior mean or median under a ``Beta(a, b)`` prior on
+  the proportion (a hierarchical prior for an unknown ``p``; flat: ``(1, 1)``) or a known ``p``
+  (chapter 5: the optimal count release);
 * :class:`LaplaceCountRelease` / :func:`release_count_laplace` -- a count released with OpenDP's
   Laplace measurement, followed by the posterior mean (Naldi & D'Acquisto, eq. (11)) or median
   under a ``Binomial(n, p)`` prior (chapter 4, :mod:`dpbayes.counting`).
+
+Every release names its **estimand**: ``"theta"`` (the population proportion of which the records are
+a sample: even without noise the posterior mean has the sampling risk ``E Var(theta | count)``),
+``"proportion"`` (the data set's own ``count / n``) or ``"count"``; and reports its exact risks for
+that estimand: the Bayes risk under the prior, the part of it privacy adds, and the worst risk over
+data sets (:mod:`dpbayes.estimator_choice`, which also compares the candidates for a user's ``n``
+and ``eps``).
 
 Unit of privacy (both mechanisms): one record of a data set of ``n`` records, each contributing 0
 or 1 to the count. Two data sets are neighbours when they differ in one record, so their counts
@@ -38,7 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from dpbayes import counting
+from dpbayes import counting, estimator_choice
 from dpbayes._extras import lazy_module, require
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import (
@@ -65,6 +77,9 @@ __all__ = [
     "CountRelease",
     "LaplaceCountRelease",
     "release_count_laplace",
+    "GeometricCountRelease",
+    "GeometricCountReleaseResult",
+    "release_count_geometric",
     "opendp_measurement",
     "PrivacyMapError",
 ]
@@ -92,6 +107,9 @@ MIN_EPS = 1e-9
 #: Largest eps of a release: the geometric noise moves the count with probability
 #: ``2 e^-eps / (1 + e^-eps)``, 4e-9 at eps = 20; above, a release publishes the exact count.
 MAX_EPS = 20.0
+#: Largest share of the prior in the ``theta`` estimate, ``(a + b) / (a + b + n)``: above it a release
+#: would report the prior and ignore the data, and is refused.
+PRIOR_SHARE_MAX = 0.99
 
 
 def _check_eps(eps: Any) -> float:
@@ -246,7 +264,15 @@ class ProportionRelease:
     loss : str
         ``"squared"`` or ``"absolute"``.
     bayes_risk : float
-        Exact Bayes risk of the whole procedure under the prior, ``E[loss(theta, estimate)]``.
+        Exact Bayes risk of the whole procedure under the prior, ``E[loss(target, estimate)]``.
+    estimand : {"theta", "proportion"}
+        What the estimate targets: the population parameter ``theta`` or the data set's ``count / n``.
+    privacy_risk : float or None
+        The part of ``bayes_risk`` that privacy adds (squared loss, Beta prior): ``bayes_risk`` minus
+        the sampling risk ``E Var(theta | count)`` (theta) or all of it (proportion). ``None`` otherwise.
+    worst_risk : float or None
+        The largest mean squared error over data sets (squared loss, Beta prior): over ``theta`` in
+        ``[0, 1]`` (theta, located by optimisation) or over the counts (proportion). ``None`` otherwise.
     """
 
     estimate: float
@@ -256,6 +282,9 @@ class ProportionRelease:
     eps_spent: float
     loss: str
     bayes_risk: float
+    estimand: str = "theta"
+    privacy_risk: float | None = None
+    worst_risk: float | None = None
 
 
 def _beta_mixture_median(weights: NDArray[np.float64], alpha: NDArray[np.float64], beta: NDArray[np.float64]) -> float:
@@ -861,6 +890,12 @@ class OptimalProportionRelease:
         from) this grid, as in the paper's LP. ``None``: continuous ``theta``.
     prior_weights : array_like, optional
         Prior probabilities on ``theta_grid`` (non-negative, summing to 1).
+    estimand : {"theta", "proportion"}
+        ``"theta"`` (default, chapter 1): the population parameter, estimated by ``E[theta | z]``.
+        ``"proportion"``: the data set's own ``count / n``, estimated by ``E[count | z] / n`` (squared loss
+        and a Beta prior only), which shrinks towards the prior mean far less: at ``n = 526``, ``eps = 1``
+        and a uniform prior the ``theta`` remap has a larger error about ``count / n`` than the plain
+        clamped geometric count for most counts (chapter 5).
 
     Notes
     -----
@@ -880,10 +915,14 @@ class OptimalProportionRelease:
         beta_prior: tuple[float, float] | None = None,
         theta_grid: ArrayLike | None = None,
         prior_weights: ArrayLike | None = None,
+        estimand: str = "theta",
     ) -> None:
         self.n = check_int("n", n, minimum=1, maximum=MAX_N)
         self.eps = _check_eps(eps)
         self.loss = check_choice("loss", loss, LOSSES)
+        self.estimand = check_choice("estimand", estimand, ("theta", "proportion"))
+        if self.estimand == "proportion" and (self.loss != "squared" or theta_grid is not None):
+            raise ValueError("estimand='proportion' is available for squared loss and a Beta prior (no theta_grid)")
         if beta_prior is not None and prior_weights is not None:
             raise ValueError("give beta_prior or prior_weights, not both (prior_weights replaces the Beta prior)")
         pair = (1.0, 1.0) if beta_prior is None else beta_prior
@@ -891,6 +930,13 @@ class OptimalProportionRelease:
             raise TypeError(f"beta_prior must be a pair (a, b) of numbers > 0, got {beta_prior!r}")
         a = float(check_positive("beta_prior[0]", pair[0]))
         b = float(check_positive("beta_prior[1]", pair[1]))
+        if self.estimand == "theta" and (a + b) / (a + b + self.n) > PRIOR_SHARE_MAX:
+            raise ValueError(
+                f"beta_prior is worth a + b = {a + b:g} records against n = {self.n}: the estimate would be more than "
+                f"{PRIOR_SHARE_MAX:.1%} prior and ignore the data (use a weaker prior)"
+            )
+        self._beta = (a, b) if theta_grid is None else None
+        self._risks: tuple[float, float] | None = None
         if theta_grid is None:
             if prior_weights is not None:
                 raise ValueError("prior_weights needs theta_grid (the grid the weights live on)")
@@ -920,6 +966,13 @@ class OptimalProportionRelease:
         self.eps_spent = float(self._measurement.map(1))
 
     def _init_beta(self, a: float, b: float) -> None:
+        if self.estimand == "proportion":
+            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.eps, (a, b), "proportion")
+            shift = estimator_choice._geometric_count_posterior_mean(betabinom_logpmf(np.arange(self.n + 1.0), self.n, a, b), self.eps)
+            self.estimates = (np.arange(self.n + 1) + shift) / self.n
+            self.bayes_risk = estimator_choice.bayes_risk(bias, msd, (a, b), "proportion")
+            self._risks = (self.bayes_risk, float(np.max(msd)))
+            return
         if self.loss == "squared":
             self.estimates, self.bayes_risk, _ = beta_posterior_mean_remap(self.n, self.eps, a, b)
         else:
@@ -973,10 +1026,30 @@ class OptimalProportionRelease:
         # the unbounded draw is clamped here. Clamping is post-processing, and clamped two-sided
         # geometric noise is the truncated geometric law (output_law) whatever the sampler does at the bounds.
         z = int(min(max(int(self._measurement(count)), 0), self.n))
+        privacy_risk, worst_risk = self.risks() if self._beta is not None and self.loss == "squared" else (None, None)
         return ProportionRelease(
             estimate=float(self.estimates[z]), noisy_count=z, n=self.n, eps=self.eps, eps_spent=self.eps_spent,
-            loss=self.loss, bayes_risk=self.bayes_risk,
+            loss=self.loss, bayes_risk=self.bayes_risk, estimand=self.estimand, privacy_risk=privacy_risk,
+            worst_risk=worst_risk,
         )
+
+    def risks(self) -> tuple[float, float]:
+        """``(privacy_risk, worst_risk)`` of squared loss with a Beta prior (see :class:`ProportionRelease`).
+
+        Computed exactly on first use in ``O(n)`` (:mod:`dpbayes.estimator_choice`; the theta worst case adds
+        201 binomial windows and a bounded Brent search) and kept; they depend on ``n``, ``eps`` and the
+        prior only, never on a count.
+        """
+        if self._beta is None or self.loss != "squared":
+            raise ValueError("privacy and worst-case risks are computed for squared loss and a Beta prior (no theta_grid)")
+        if self._risks is None:
+            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.eps, self._beta, self.estimand)
+            if self.estimand == "proportion":
+                self._risks = (self.bayes_risk, float(np.max(msd)))
+            else:
+                sampling = estimator_choice.sampling_risk(self.n, self._beta, "theta")
+                self._risks = (self.bayes_risk - sampling, estimator_choice.worst_theta_risk(bias, msd)[1])
+        return self._risks
 
 
 def release_proportion(
@@ -988,6 +1061,7 @@ def release_proportion(
     beta_prior: tuple[float, float] | None = None,
     theta_grid: ArrayLike | None = None,
     prior_weights: ArrayLike | None = None,
+    estimand: str = "theta",
 ) -> ProportionRelease:
     """Release ``count / n`` once with the optimal eps-DP Bayes mechanism (chapter 1).
 
@@ -998,7 +1072,7 @@ def release_proportion(
     ----------
     count : int
         The confidential count, ``0 <= count <= n``.
-    n, eps, loss, beta_prior, theta_grid, prior_weights
+    n, eps, loss, beta_prior, theta_grid, prior_weights, estimand
         As in :class:`OptimalProportionRelease`.
 
     Returns
@@ -1014,7 +1088,9 @@ def release_proportion(
     """
     n = check_int("n", n, minimum=1, maximum=MAX_N)
     _check_count(count, n)
-    return OptimalProportionRelease(n, eps, loss=loss, beta_prior=beta_prior, theta_grid=theta_grid, prior_weights=prior_weights).release(count)
+    return OptimalProportionRelease(
+        n, eps, loss=loss, beta_prior=beta_prior, theta_grid=theta_grid, prior_weights=prior_weights, estimand=estimand
+    ).release(count)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1052,6 +1128,7 @@ class CountRelease:
     eps_spent: float
     estimator: str
     mean_abs_error: float
+    estimand: str = "count"
 
 
 class LaplaceCountRelease:
@@ -1069,7 +1146,10 @@ class LaplaceCountRelease:
     eps : float
         Privacy parameter, ``> 0``.
     p : float
-        Prior probability that a record counts, in ``[0, 1]``.
+        Prior probability that a record counts, in ``(0, 1)``. It must be known from outside the data:
+        a guessed ``p`` far from the truth makes the estimate worse than the noisy count itself (chapter
+        4, "wrong prior"). Without a trusted ``p`` use :class:`GeometricCountRelease`, prior-free or with a
+        Beta prior on ``p``.
     estimator : {"mean", "median"}
         Posterior summary reported as the estimate.
 
@@ -1138,3 +1218,191 @@ def release_count_laplace(count: int, n: int, eps: float, *, p: float, estimator
     n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
     _check_count(count, n)
     return LaplaceCountRelease(n, eps, p=p, estimator=estimator).release(count)
+
+
+# --------------------------------------------------------------------------------------------
+# Geometric noise on a count: prior-free, or with a prior on p (chapter 5)
+# --------------------------------------------------------------------------------------------
+
+COUNT_ESTIMATORS = ("none", "mean", "median")
+#: Largest ``n`` for which the posterior median's risks are computed (a dense ``(n + 1)^2`` law, 32 MB).
+MEDIAN_RISK_MAX_N = 2000
+
+
+@dataclass(frozen=True)
+class GeometricCountReleaseResult:
+    """One release by :class:`GeometricCountRelease` (estimand: the data set's count).
+
+    Attributes
+    ----------
+    estimate : float
+        The released count (``estimator="none"``) or its posterior mean / median given it.
+    noisy_count : int
+        OpenDP's geometric-noised count, clamped to ``{0..n}``.
+    interval : tuple of int
+        ``(noisy_count - k, noisy_count + k)`` clipped to ``[0, n]``: covers the true count with
+        probability at least ``level`` at every count, whatever the prior (prior-free).
+    level : float
+        The interval's guaranteed coverage.
+    n, eps, eps_spent, estimator
+        As the mechanism's.
+    loss : {"squared", "absolute"}
+        Loss of the risks: squared for ``"none"`` and ``"mean"``, absolute for ``"median"``.
+    bayes_risk : float or None
+        Exact risk averaged over the prior (``None`` without a prior, or for the median above
+        :data:`MEDIAN_RISK_MAX_N`). All of it is added by privacy: the count is known without noise.
+    worst_risk : float or None
+        Exact largest risk over the true counts (``None`` for the median above :data:`MEDIAN_RISK_MAX_N`).
+    estimand : str
+        ``"count"``.
+    """
+
+    estimate: float
+    noisy_count: int
+    interval: tuple[int, int]
+    level: float
+    n: int
+    eps: float
+    eps_spent: float
+    estimator: str
+    loss: str
+    bayes_risk: float | None
+    worst_risk: float | None
+    estimand: str = "count"
+
+
+class GeometricCountRelease:
+    """A count released with OpenDP's geometric noise, clamped to ``{0..n}``, then optionally a Bayes estimate.
+
+    The mechanism is the truncated geometric mechanism (Ghosh, Roughgarden & Sundararajan 2009), the
+    one whose Bayes post-processing reaches the optimum of the linear program over all eps-DP
+    estimators (chapters 1, 2 and 4 certify it; chapter 5 compares the candidates).
+
+    Parameters
+    ----------
+    n : int
+        Number of records (public), ``1 <= n <= MAX_N``.
+    eps : float
+        Privacy parameter in ``[MIN_EPS, MAX_EPS]``.
+    estimator : {"none", "mean", "median"}
+        ``"none"``: the clamped noisy count itself (prior-free; chapter 5 shows where it is within a few
+        per cent of the optimum). ``"mean"`` / ``"median"``: the posterior mean / median of the count
+        (the Bayes estimates for squared / absolute error).
+    prior : (a, b) or float, optional
+        Needed by ``"mean"`` and ``"median"``; allowed with ``"none"`` (it then only sets ``bayes_risk``).
+        A pair ``(a, b)``: ``p ~ Beta(a, b)`` and the count Beta-binomial (``(1, 1)``: flat, every count
+        equally likely; ``(0.5, 0.5)``: Jeffreys) -- the choice for an unknown ``p``. A float ``p`` in
+        ``(0, 1)``: the count is ``Binomial(n, p)`` with ``p`` known from outside the data.
+    level : float
+        Coverage of the prior-free interval, in ``(0, 1)``.
+
+    Notes
+    -----
+    Privacy guarantee: eps-DP for data sets of ``n`` records differing in one record (replace one;
+    ``n`` public): OpenDP's geometric measurement, privacy map at distance 1 checked ``<= eps``;
+    clamping, the estimate and the interval are post-processing. Uses ``dp.enable_features("contrib")``.
+    """
+
+    n: int
+    eps: float
+    estimator: str
+    level: float
+    half_width: int
+    eps_spent: float
+    _measurement: Any
+
+    def __init__(self, n: int, eps: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9) -> None:
+        self.n = check_int("n", n, minimum=1, maximum=MAX_N)
+        self.eps = _check_eps(eps)
+        self.estimator = check_choice("estimator", estimator, COUNT_ESTIMATORS)
+        if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real) or not 0.0 < float(level) < 1.0:
+            raise ValueError(f"level must lie in (0, 1), got {level!r}")
+        self.level = float(level)
+        if prior is None:
+            if self.estimator != "none":
+                raise ValueError(f"estimator={self.estimator!r} needs a prior: (a, b) for p ~ Beta(a, b) (unknown p; (1, 1) is flat) or p")
+            self.prior: estimator_choice.CountPrior | None = None
+        elif isinstance(prior, tuple):
+            if len(prior) != 2:
+                raise TypeError(f"prior must be a pair (a, b) of numbers > 0 or a probability p, got {prior!r}")
+            self.prior = estimator_choice.CountPrior.beta(check_positive("prior[0]", prior[0]), check_positive("prior[1]", prior[1]))
+        elif isinstance(prior, numbers.Real) and not isinstance(prior, (bool, np.bool_)):
+            self.prior = estimator_choice.CountPrior.binomial(float(prior))
+        else:
+            raise TypeError(f"prior must be a pair (a, b) of numbers > 0 or a probability p, got {prior!r}")
+        self.half_width, coverage = estimator_choice.prior_free_interval(self.n, self.eps, self.level)
+        del coverage
+        self._measurement = opendp_measurement("geometric", self.eps, self.n)
+        self.eps_spent = float(self._measurement.map(1))
+        self._risks: tuple[float | None, float | None] | None = None
+
+    @property
+    def loss(self) -> str:
+        return "absolute" if self.estimator == "median" else "squared"
+
+    def _log_posterior(self, z: int) -> NDArray[np.float64]:
+        assert self.prior is not None
+        c = np.arange(self.n + 1)
+        lp = self.prior.log_weights(self.n) - self.eps * np.abs(c - z)
+        return lp - special.logsumexp(lp)
+
+    def estimate_of(self, z: int) -> float:
+        """The estimate for a released noisy count ``z`` (post-processing: public input only)."""
+        z = check_int("z", z, minimum=0, maximum=self.n)
+        if self.estimator == "none":
+            return float(z)
+        # given z the truncated geometric likelihood is proportional to a^|z - c| (its row factor does not depend on c)
+        post = np.exp(self._log_posterior(z))
+        if self.estimator == "mean":
+            return float(post @ np.arange(self.n + 1))
+        return float(np.searchsorted(np.cumsum(post), 0.5 - 1e-12))
+
+    def risks(self) -> tuple[float | None, float | None]:
+        """``(bayes_risk, worst_risk)`` in the mechanism's loss, on the count scale (see the result's fields)."""
+        if self._risks is None:
+            n = self.n
+            if self.estimator in ("none", "mean"):
+                pr = self.prior if self.prior is not None else estimator_choice.CountPrior.beta(1.0, 1.0)
+                name = "geometric" if self.estimator == "none" else "geometric-bayes"
+                bias, msd = estimator_choice.candidate_moments(name, n, self.eps, pr, "proportion")
+                bayes = None if self.prior is None else estimator_choice.bayes_risk(bias, msd, self.prior, "proportion") * n**2
+                self._risks = (bayes, float(np.max(msd)) * n**2)
+            elif n <= MEDIAN_RISK_MAX_N:
+                law = np.exp(truncated_geometric_logmatrix(n, self.eps))  # law[z, c]
+                med = np.array([self.estimate_of(z) for z in range(n + 1)])
+                loss = np.abs(med[:, None] - np.arange(n + 1)[None, :])
+                per_count = (law * loss).sum(axis=0)
+                assert self.prior is not None
+                self._risks = (float(self.prior.weights(n) @ per_count), float(np.max(per_count)))
+            else:
+                self._risks = (None, None)
+        return self._risks
+
+    def release(self, count: int) -> GeometricCountReleaseResult:
+        """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``eps``)."""
+        count = _check_count(count, self.n)
+        z = int(min(max(int(self._measurement(count)), 0), self.n))
+        bayes, worst = self.risks()
+        k = self.half_width
+        return GeometricCountReleaseResult(
+            estimate=self.estimate_of(z), noisy_count=z, interval=(max(z - k, 0), min(z + k, self.n)), level=self.level,
+            n=self.n, eps=self.eps, eps_spent=self.eps_spent, estimator=self.estimator, loss=self.loss,
+            bayes_risk=bayes, worst_risk=worst,
+        )
+
+
+def release_count_geometric(
+    count: int, n: int, eps: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9,
+) -> GeometricCountReleaseResult:
+    """Release a count once with OpenDP's clamped geometric noise (chapter 5).
+
+    Shorthand for ``GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level).release(count)``.
+
+    Notes
+    -----
+    Privacy guarantee: eps-DP with respect to one record replaced (``n`` public); everything after the
+    noise is post-processing. Uses ``dp.enable_features("contrib")``. Every call spends ``eps`` again.
+    """
+    n = check_int("n", n, minimum=1, maximum=MAX_N)
+    _check_count(count, n)
+    return GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level).release(count)
