@@ -18,6 +18,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpbayes.geometric import sample_two_sided_geometric, two_sided_geometric_logpmf
+from dpbayes.geometric import truncated_geometric_matrix as _truncated_geometric_matrix
+from dpbayes.privacy_loss import _max_log_ratio, neighbour_pairs
 from dpbayes.validation import check_int, check_positive, check_rng
 
 __all__ = [
@@ -85,8 +88,9 @@ def geometric_count(counts: ArrayLike, eps: float, rng: np.random.Generator) -> 
     Privacy: eps-differentially private for one counting query, since the log mass ratio of
     neighbouring counts is ``eps * ||z - c| - |z - c - 1|| <= eps`` for every integer ``z``.
 
-    The noise is drawn as the difference of two i.i.d. geometric variables with success
-    probability ``1 - exp(-eps)``, which has exactly the two-sided geometric law.
+    The noise is drawn by :func:`dpbayes.geometric.sample_two_sided_geometric` (the difference of
+    two i.i.d. geometric variables with success probability ``1 - exp(-eps)``, which has exactly
+    the two-sided geometric law).
 
     For simulation only (seeded NumPy sampler); to protect real data use :mod:`dpbayes.release`,
     which draws the noise with OpenDP.
@@ -94,21 +98,16 @@ def geometric_count(counts: ArrayLike, eps: float, rng: np.random.Generator) -> 
     c = _as_counts("counts", counts)
     eps = check_positive("eps", eps)
     rng = check_rng("rng", rng)
-    # -expm1(-eps) = 1 - exp(-eps) without cancellation for small eps
-    q = -np.expm1(-eps)
-    return c + rng.geometric(q, size=c.shape) - rng.geometric(q, size=c.shape)
+    return c + sample_two_sided_geometric(eps, rng, c.shape)
 
 
 def geometric_count_logpmf(z: ArrayLike, count: ArrayLike, eps: float) -> NDArray[np.float64]:
     """Log mass of the geometric mechanism output ``z`` given the true count.
 
-    ``log P(z | c) = log((1 - a) / (1 + a)) - eps |z - c|`` with ``a = exp(-eps)``.
+    ``log P(z | c) = log((1 - a) / (1 + a)) - eps |z - c|`` with ``a = exp(-eps)``
+    (:func:`dpbayes.geometric.two_sided_geometric_logpmf`).
     """
-    eps = check_positive("eps", eps)
-    z = np.asarray(z, dtype=float)
-    c = np.asarray(count, dtype=float)
-    log_norm = np.log(-np.expm1(-eps)) - np.log1p(np.exp(-eps))
-    return log_norm - eps * np.abs(z - c)
+    return two_sided_geometric_logpmf(z, count, eps)
 
 
 def truncated_geometric_matrix(n: int, eps: float) -> NDArray[np.float64]:
@@ -119,18 +118,12 @@ def truncated_geometric_matrix(n: int, eps: float) -> NDArray[np.float64]:
     ``a**c / (1 + a)`` at ``z = 0`` and ``a**(n - c) / (1 + a)`` at ``z = n``
     (``a = exp(-eps)``). Truncation is post-processing, so ``M`` is eps-differentially
     private for neighbouring counts ``c, c + 1``; it is Ghosh et al.'s truncated geometric
-    mechanism.
+    mechanism (the law of :func:`dpbayes.geometric.truncated_geometric_matrix`, here for
+    ``1 <= n <= 20000``).
     """
     n = check_int("n", n, minimum=1, maximum=20000)
     eps = check_positive("eps", eps)
-    k = np.arange(n + 1)
-    dist = np.abs(k[:, None] - k[None, :])
-    log_inner = np.log(-np.expm1(-eps)) - np.log1p(np.exp(-eps)) - eps * dist
-    log_tail = -np.log1p(np.exp(-eps))
-    logm = log_inner
-    logm[0, :] = log_tail - eps * k
-    logm[n, :] = log_tail - eps * (n - k)
-    return np.exp(logm)
+    return _truncated_geometric_matrix(n, eps)
 
 
 def max_privacy_loss(matrix: ArrayLike) -> float:
@@ -138,14 +131,12 @@ def max_privacy_loss(matrix: ArrayLike) -> float:
 
     A mechanism given by the column-stochastic matrix ``M`` (outputs x counts) is
     eps-differentially private for counts exactly when this number is ``<= eps``. Entries that
-    are zero in both columns are ignored; a zero next to a positive entry gives ``inf``.
+    are zero in both columns are ignored; a zero next to a positive entry gives ``inf``. The
+    loss is :func:`dpbayes.privacy_loss.worst_case_privacy_loss` with the counts on the columns.
     """
     m = np.asarray(matrix, dtype=float)
     if m.ndim != 2 or m.shape[1] < 2:
         raise ValueError(f"matrix must be 2-D with at least 2 columns, got shape {m.shape}")
-    a, b = m[:, :-1], m[:, 1:]
-    both_zero = (a == 0) & (b == 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        loss = np.abs(np.log(a) - np.log(b))
-    loss = np.where(both_zero, 0.0, loss)
-    return float(np.max(loss))
+        log_m = np.log(m)
+    return max(_max_log_ratio(log_m.T, neighbour_pairs(m.shape[1], "adjacent")), 0.0)

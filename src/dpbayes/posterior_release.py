@@ -52,6 +52,8 @@ from scipy.optimize import linprog
 from scipy.special import logsumexp
 
 from dpbayes.distances import hellinger_dirichlet
+from dpbayes.geometric import sample_truncated_geometric, truncated_geometric_logmatrix, truncated_geometric_logpmf
+from dpbayes.privacy_loss import _max_log_ratio, neighbour_pairs, replace_one_pairs
 from dpbayes.sensitivity import (
     NOTES_GLOBAL_SENSITIVITY,
     _check_counts,
@@ -217,18 +219,8 @@ def _log_clamped_round_pmf(c: int, n: int, scale: float) -> NDArray[np.float64]:
 
 
 def _log_truncated_geometric_pmf(c: int, n: int, eps: float) -> NDArray[np.float64]:
-    """log pmf of ``clamp(c + z, 0, n)`` with two-sided geometric ``P(z) = (1-a)/(1+a) a^|z|``, ``a = e^-eps``.
-
-    Interior ``j``: ``(1-a)/(1+a) a^|j-c|``; the ends collect the tails: ``a^c/(1+a)`` at ``j = 0`` and
-    ``a^(n-c)/(1+a)`` at ``j = n`` (Ghosh, Roughgarden & Sundararajan 2009). Log space throughout.
-    """
-    if n == 0:
-        return np.zeros(1)
-    j = np.arange(n + 1, dtype=float)
-    out = -eps * np.abs(j - c) + (math.log(-math.expm1(-eps)) - math.log1p(math.exp(-eps)))
-    out[0] = -eps * c - math.log1p(math.exp(-eps))
-    out[n] = -eps * (n - c) - math.log1p(math.exp(-eps))
-    return out
+    """log pmf of ``clamp(c + z, 0, n)`` with two-sided geometric noise: :func:`dpbayes.geometric.truncated_geometric_logpmf`."""
+    return truncated_geometric_logpmf(c, n, eps)
 
 
 def _noise_pmf(mechanism: str, c: int, n: int, eps: float, k: int) -> NDArray[np.float64]:
@@ -359,11 +351,7 @@ def privacy_loss_binary(
     (``inf`` when some output has probability 0 under one neighbour only).
     """
     L = exact_log_output_distribution(mechanism, n, eps, prior, smoothing_beta=smoothing_beta)
-    a, b = L[:-1], L[1:]
-    both_impossible = np.isneginf(a) & np.isneginf(b)
-    with np.errstate(invalid="ignore"):
-        diff = np.where(both_impossible, 0.0, np.abs(a - b))
-    return float(np.max(diff))
+    return max(_max_log_ratio(L, neighbour_pairs(n + 1, "adjacent")), 0.0)
 
 
 def privacy_loss_multi(mechanism: str, n: int, eps: float, prior: ArrayLike, *, smoothing_beta: float | None = None) -> float:
@@ -377,23 +365,8 @@ def privacy_loss_multi(mechanism: str, n: int, eps: float, prior: ArrayLike, *, 
     alpha = check_prior(prior)
     n = check_int("n", n, minimum=1, maximum=60)
     data = candidate_counts(n, alpha.size)
-    index = {tuple(int(v) for v in c): i for i, c in enumerate(data)}
-    logs = [release_log_distribution(mechanism, c, eps, alpha, smoothing_beta=smoothing_beta)[1] for c in data]
-    worst = 0.0
-    for c in data:
-        for i in range(alpha.size):
-            if c[i] == 0:
-                continue
-            for j in range(alpha.size):
-                if j == i:
-                    continue
-                nb = c.copy()
-                nb[i] -= 1
-                nb[j] += 1
-                a, b = logs[index[tuple(int(v) for v in c)]], logs[index[tuple(int(v) for v in nb)]]
-                finite = np.isfinite(a) | np.isfinite(b)
-                worst = max(worst, float(np.max(np.abs(a[finite] - b[finite]))))
-    return worst
+    logs = np.vstack([release_log_distribution(mechanism, c, eps, alpha, smoothing_beta=smoothing_beta)[1] for c in data])
+    return max(_max_log_ratio(logs, replace_one_pairs(data)), 0.0)
 
 
 def sample_release(
@@ -429,10 +402,7 @@ def sample_release(
     k, n = alpha.size, int(c.sum())
     _check_geometric_binary(mechanism, k)
     if mechanism == "Geometric":
-        # two-sided geometric noise as the difference of two geometric counts of failures
-        a = math.exp(-eps)
-        z = rng.geometric(1.0 - a, size=size) - rng.geometric(1.0 - a, size=size)
-        first = np.clip(c[0] + z, 0, n).astype(np.int64)
+        first = sample_truncated_geometric(c[0], n, eps, rng, size)
         return np.stack([first, n - first], axis=1)
     if mechanism in LAPLACE_MECHANISMS + ("LSHist-round",):
         eta = rng.laplace(0.0, laplace_scale(mechanism, eps, k), size=(size, k - 1))
@@ -931,13 +901,12 @@ def is_monotone_loss(L: ArrayLike) -> bool:
 
 
 def _binary_log_loss(P: NDArray[np.float64]) -> float:
+    """Exact privacy loss of ``P[x, j]`` for neighbours ``x ~ x + 1`` (:mod:`dpbayes.privacy_loss`)."""
+    if P.shape[0] < 2 or P.shape[1] == 0:
+        return 0.0
     with np.errstate(divide="ignore"):
         logP = np.log(P)
-    a, b = logP[:-1], logP[1:]
-    both = np.isneginf(a) & np.isneginf(b)
-    with np.errstate(invalid="ignore"):
-        diff = np.where(both, 0.0, np.abs(a - b))
-    return float(np.max(diff)) if diff.size else 0.0
+    return max(_max_log_ratio(logP, neighbour_pairs(P.shape[0], "adjacent")), 0.0)
 
 
 def _certify_release(P: NDArray[np.float64], eps: float) -> tuple[NDArray[np.float64], float, float]:
@@ -1309,8 +1278,6 @@ def optimal_release_minimax(
     RuntimeError
         If the gap is not closed within ``max_iter`` rounds.
     """
-    from dpbayes.ubapp import truncated_geometric_logmatrix
-
     n = check_int("n", n, minimum=1, maximum=3000)
     eps = check_positive("eps", eps)
     rtol = check_positive("rtol", rtol)
@@ -1400,11 +1367,10 @@ def composition_neighbours(n: int, k: int) -> NDArray[np.int64]:
 
 
 def _pairs_log_loss(log_P: NDArray[np.float64], pairs: NDArray[np.int64]) -> float:
-    a, b = log_P[pairs[:, 0]], log_P[pairs[:, 1]]
-    both = np.isneginf(a) & np.isneginf(b)
-    with np.errstate(invalid="ignore"):
-        diff = np.where(both, 0.0, np.abs(a - b))
-    return float(np.max(diff)) if diff.size else 0.0
+    """Exact privacy loss of ``log_P`` over the ordered ``pairs`` of rows (:mod:`dpbayes.privacy_loss`)."""
+    if pairs.shape[0] == 0 or log_P.shape[1] == 0:
+        return 0.0
+    return max(_max_log_ratio(log_P, pairs.astype(np.intp)), 0.0)
 
 
 def _certify_release_pairs(P: NDArray[np.float64], eps: float, pairs: NDArray[np.int64]) -> tuple[NDArray[np.float64], float, float]:

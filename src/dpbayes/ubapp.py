@@ -39,7 +39,11 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from dpbayes._extras import lazy_module, require
+from dpbayes.geometric import geometric_kernel_sums as geometric_kernel_sums
+from dpbayes.geometric import geometric_row_factors as _geometric_row_factors  # noqa: F401 (dpbayes.release imports it from here)
+from dpbayes.geometric import truncated_geometric_logmatrix as truncated_geometric_logmatrix
 from dpbayes.losses import LOSSES
+from dpbayes.privacy_loss import _max_log_ratio
 from dpbayes.validation import check_choice, check_distribution, check_grid, check_int, check_positive
 
 stats = lazy_module("scipy.stats")  # imported on first use: keeps `import dpbayes.release` fast
@@ -289,22 +293,23 @@ def dp_log_violation(log_P: ArrayLike, eps: float, neighbours: Iterable[Any]) ->
 
     ``<= log1p(DP_RTOL)`` means eps-DP to the tolerance; ``inf`` means some estimate has
     positive probability under ``i`` and zero under a neighbour ``i'``. Entries that are zero
-    (``-inf``) under both are fine. Pass ``np.log(P)`` for a matrix in linear scale.
+    (``-inf``) under both are fine. Pass ``np.log(P)`` for a matrix in linear scale. The log ratio
+    is computed by :mod:`dpbayes.privacy_loss` (columns of ``log_P`` are its inputs).
     """
     lp = np.asarray(log_P, dtype=float)
     nb = _neighbour_array(neighbours, lp.shape[1])
     if nb.shape[0] == 0:
         return -np.inf
-    lp = lp[~np.all(np.isneginf(lp), axis=1)]  # rows that are zero everywhere cannot break DP
     I, J = _both_directions(nb)
-    a, b = lp[:, I], lp[:, J]
-    with np.errstate(invalid="ignore"):
-        diff = np.where(np.isneginf(a), -np.inf, a - b)  # -inf - (-inf) is fine, x - (-inf) = inf
-    return float(np.max(diff) - eps)
+    return _max_log_ratio(lp.T, np.column_stack([I, J]).astype(np.intp)) - eps
 
 
 def privacy_loss(log_P: ArrayLike, neighbours: Iterable[Any]) -> float:
-    """Exact privacy loss ``max |log P[k, i] - log P[k, i']|`` of an estimator over neighbours."""
+    """Exact privacy loss ``max |log P[k, i] - log P[k, i']|`` of an estimator over neighbours.
+
+    The worst-case loss of :func:`dpbayes.privacy_loss.worst_case_privacy_loss` with the estimator's
+    inputs (observations) on the columns of ``log_P`` and explicit neighbour pairs.
+    """
     return dp_log_violation(log_P, 0.0, neighbours)
 
 
@@ -526,35 +531,9 @@ def _solve_private_lp(
 
 
 # --------------------------------------------------------------------------------------------
-# The exact solver for a count: truncated geometric mechanism + Bayes remap
-# --------------------------------------------------------------------------------------------
-
-
-def truncated_geometric_logmatrix(n: int, eps: float) -> NDArray[np.float64]:
-    """``log G[z, y]``: truncated geometric mechanism on ``{0..n}`` (Ghosh et al. 2009).
-
-    ``G[z, y] = Pr(output z | count y)``: ``(1 - a)/(1 + a) a^|z - y|`` for ``0 < z < n`` and
-    ``a^|z - y| / (1 + a)`` for ``z in {0, n}``, with ``a = exp(-eps)`` (two-sided geometric noise,
-    clamped to the range). Computed in log space so that nothing underflows.
-
-    Privacy: eps-DP for neighbours ``y, y + 1``: ``|log G[z, y] - log G[z, y + 1]| = eps`` or 0.
-    """
-    n = check_int("n", n, minimum=0)
-    eps = check_positive("eps", eps)
-    if n == 0:
-        return np.zeros((1, 1))
-    z = np.arange(n + 1)
-    dist = np.abs(z[:, None] - z[None, :]).astype(float)
-    log_interior = np.log(-np.expm1(-eps)) - np.log1p(np.exp(-eps))  # log((1 - a) / (1 + a)), accurate for tiny eps
-    log_end = -np.log1p(np.exp(-eps))  # log(1 / (1 + a))
-    logG = -eps * dist + log_interior
-    logG[0, :] = -eps * dist[0] + log_end
-    logG[n, :] = -eps * dist[n] + log_end
-    return logG
-
-
-# --------------------------------------------------------------------------------------------
-# The truncated geometric kernel without its matrix: one-sided recursions, O(n) per vector
+# The exact solver for a count: truncated geometric mechanism + Bayes remap. The mechanism's law
+# (truncated_geometric_logmatrix) and its O(n) kernel sums (geometric_kernel_sums) are written
+# once, in dpbayes.geometric, and re-exported here.
 # --------------------------------------------------------------------------------------------
 
 #: Largest count ``n`` (or ``K``) of the O(n) solvers: about 0.2 kB of working memory per count
@@ -578,74 +557,6 @@ def check_dense_size(what: str, rows: int, cols: int) -> None:
             f"{what} would be a dense {rows} x {cols} matrix ({rows * cols * 8 / 1e9:.3g} GB of float64), "
             f"above the limit of {MAX_DENSE_ENTRIES} entries (dpbayes.ubapp.MAX_DENSE_ENTRIES)"
         )
-
-
-def _geometric_row_factors(n: int, eps: float) -> NDArray[np.float64]:
-    """``c[z]`` with ``G[z, y] = c[z] a^|z - y|``: ``(1 - a)/(1 + a)`` inside, ``1/(1 + a)`` at 0 and n."""
-    c = np.full(n + 1, np.exp(np.log(-np.expm1(-eps)) - np.log1p(np.exp(-eps))))
-    c[0] = c[n] = np.exp(-np.log1p(np.exp(-eps)))
-    if n == 0:
-        c[0] = 1.0  # a single output: every noisy count is clamped to it
-    return c
-
-
-def geometric_kernel_sums(w: ArrayLike, eps: float, moments: int = 0, axis: int = 0) -> tuple[NDArray[np.float64], ...]:
-    """``S_r[z] = sum_y G[z, y] w[y] (y - z)^r`` for ``r = 0..moments`` without forming ``G``.
-
-    ``G`` is the truncated geometric mechanism on ``{0..n}`` (:func:`truncated_geometric_logmatrix`,
-    ``n = len(w) - 1`` along ``axis``). The kernel ``a^|z - y|`` (``a = exp(-eps)``) splits into a
-    left part (``y <= z``) and a right part (``y >= z``), each a first-order recursion in ``z``:
-    ``L_0(z) = a L_0(z - 1) + w_z``, ``L_1(z) = a (L_1(z - 1) + L_0(z - 1))``,
-    ``L_2(z) = a (L_2(z - 1) + 2 L_1(z - 1) + L_0(z - 1))`` with ``L_r(z) = sum_{y <= z} a^(z - y)
-    w_y (z - y)^r``, and the mirror image from the right. Every term is >= 0 for ``w >= 0`` (no
-    cancellation; the centred moments keep ``(y - z)^2`` small where the mass is), so the relative
-    rounding error is a few ulps times ``min(n, 1/eps)``-term sums. ``O(n)`` time and memory
-    (``scipy.signal.lfilter``), against ``O(n^2)`` for the dense product with ``G``.
-
-    Parameters
-    ----------
-    w : array_like
-        Non-negative weights on ``{0..n}`` (any further axes are independent columns).
-    eps : float
-        Privacy parameter of the kernel, ``> 0``.
-    moments : {0, 1, 2}
-        Highest centred moment ``r`` returned.
-    axis : int
-        Axis of ``w`` that runs over ``y``.
-
-    Returns
-    -------
-    tuple of ndarray
-        ``(S_0, ..., S_moments)``, each shaped like ``w``.
-    """
-    from scipy.signal import lfilter
-
-    eps = check_positive("eps", eps)
-    moments = check_int("moments", moments, minimum=0, maximum=2)
-    w = np.moveaxis(np.asarray(w, dtype=float), axis, -1)
-    n = w.shape[-1] - 1
-    if n < 0:
-        raise ValueError("w must not be empty")
-    a = float(np.exp(-eps))
-    den = [1.0, -a]
-
-    def one_sided(v: NDArray[np.float64]) -> list[NDArray[np.float64]]:
-        out = [lfilter([1.0], den, v, axis=-1)]
-        if moments >= 1:
-            out.append(lfilter([0.0, a], den, out[0], axis=-1))
-        if moments >= 2:
-            out.append(lfilter([0.0, a], den, 2.0 * out[1] + out[0], axis=-1))
-        return out
-
-    left = one_sided(w)
-    right = [r[..., ::-1] for r in one_sided(w[..., ::-1])]
-    c = _geometric_row_factors(n, eps)
-    sums = [c * (left[0] + right[0] - w)]
-    if moments >= 1:
-        sums.append(c * (right[1] - left[1]))
-    if moments >= 2:
-        sums.append(c * (left[2] + right[2]))
-    return tuple(np.moveaxis(s, -1, axis) for s in sums)
 
 
 def _log_poch(x: NDArray[np.float64], d: float) -> NDArray[np.float64]:
