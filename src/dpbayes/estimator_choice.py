@@ -64,6 +64,7 @@ __all__ = [
     "compare_estimators",
 ]
 
+#: The two estimands: the data set's proportion ``c / n`` and the population parameter ``theta``.
 ESTIMANDS = ("proportion", "theta")
 #: Largest ``n`` (memory: a few arrays of ``n + 1`` floats per candidate).
 MAX_N = 10**7
@@ -438,6 +439,7 @@ class Candidate:
         return self.mechanism == "none"
 
 
+#: The registry of candidates by name: adding one is one :class:`Candidate` (its moments function) plus its test.
 CANDIDATES: dict[str, Candidate] = {}
 
 

@@ -80,6 +80,9 @@ __all__ = [
     "GeometricCountRelease",
     "GeometricCountReleaseResult",
     "release_count_geometric",
+    "COUNT_ESTIMATORS",
+    "MEDIAN_RISK_MAX_N",
+    "PRIOR_SHARE_MAX",
     "opendp_measurement",
     "PrivacyMapError",
 ]
@@ -1224,6 +1227,7 @@ def release_count_laplace(count: int, n: int, eps: float, *, p: float, estimator
 # Geometric noise on a count: prior-free, or with a prior on p (chapter 5)
 # --------------------------------------------------------------------------------------------
 
+#: Estimators of :class:`GeometricCountRelease`: the noisy count itself, or the posterior mean or median.
 COUNT_ESTIMATORS = ("none", "mean", "median")
 #: Largest ``n`` for which the posterior median's risks are computed (a dense ``(n + 1)^2`` law, 32 MB).
 MEDIAN_RISK_MAX_N = 2000

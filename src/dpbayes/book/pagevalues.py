@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "GLUE_MIME_PREFIX",
@@ -41,9 +42,12 @@ __all__ = [
     "format_number",
     "glue_number",
     "glue_text",
+    "glue_table",
+    "glue_output",
     "source_value",
     "verdict_within",
     "glued_references",
+    "glue_blocks",
     "resolve_notebook",
     "stored_glue_values",
     "hand_typed_numbers",
@@ -138,6 +142,67 @@ def glue_text(key: str, text: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"text must be a non-empty string, got {text!r}")
     return _glue(key, text)
+
+
+class _GluedTable:
+    """A table for myst-nb's glue: Markdown in the notebook, HTML for another page (cross-document glue
+    renders only ``text/html``, ``text/plain`` and images)."""
+
+    def __init__(self, markdown: str) -> None:
+        self.markdown = markdown
+
+    def __repr__(self) -> str:
+        return self.markdown
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown
+
+    def _repr_html_(self) -> str:
+        return markdown_table_html(self.markdown)
+
+
+_MATH_RE = re.compile(r"\$([^$\n]+)\$")
+
+
+def markdown_table_html(markdown: str) -> str:
+    """HTML of a Markdown table as the book renders its own tables (class ``table``, inline math typeset)."""
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").enable("table").render(markdown)
+    html = html.replace("<table>", '<table class="table">', 1)
+    return _MATH_RE.sub(lambda m: f'<span class="math notranslate nohighlight">\\({m.group(1)}\\)</span>', html)
+
+
+def glue_table(key: str, df: Any, floatfmt: str = ".4g", *, index: bool | None = False) -> str:
+    """Glue a DataFrame once, as the book's table (:func:`dpbayes.book.formatting.reader_table`).
+
+    A page shows it with myst-nb's cross-document glue directive (a fenced ``{glue}`` block naming the
+    key, with a ``:doc:`` option giving the notebook's path from the page), which renders the stored
+    HTML; nbval compares the stored Markdown and HTML under the numeric tolerance rules like any
+    printed table. Returns the Markdown.
+    """
+    from myst_nb import glue
+
+    from dpbayes.book.formatting import reader_table
+
+    text = reader_table(df, floatfmt, index=index)
+    glue(_check_key(key), _GluedTable(text), display=False)
+    return text
+
+
+def glue_output(key: str, text: str) -> str:
+    """Glue a block of printed output (what a page's code example prints) as preformatted text.
+
+    A page shows it with the cross-document glue directive (see :func:`glue_table`), rendered as a
+    literal block; the page's test runs the example and compares what it prints with this text.
+    """
+    from IPython.display import Pretty
+    from myst_nb import glue
+
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"text must be a non-empty string, got {text!r}")
+    glue(_check_key(key), Pretty(text), display=False)
+    return text
 
 
 def source_value(key: str, value: float, citation: str, digits: int = 4, *, style: str = "g") -> float:
@@ -235,7 +300,8 @@ def stored_glue_values(notebook: Path) -> dict[str, str]:
             if not book:
                 continue
             data = out.get("data", {})
-            text = data.get(book.get("mime_prefix", "") + "text/plain")
+            prefix = book.get("mime_prefix", "")
+            text = data.get(prefix + "text/markdown", data.get(prefix + "text/plain"))
             if text is None:
                 continue
             text = "".join(text) if isinstance(text, list) else text
@@ -247,9 +313,30 @@ def stored_glue_values(notebook: Path) -> dict[str, str]:
     return values
 
 
+#: myst-nb's cross-document glue directive as a page writes it: a fenced ``{glue}`` block with a ``:doc:`` option.
+GLUE_BLOCK_RE = re.compile(r"^```\{glue\}[ \t]+(?P<key>\S+)[ \t]*\n:doc:[ \t]*(?P<doc>\S+)[ \t]*\n```[ \t]*$", re.M)
+
+
+def glue_blocks(text: str) -> list[tuple[str, str]]:
+    """``(doc, key)`` of every cross-document ``{glue}`` directive of a page."""
+    return [(m.group("doc"), m.group("key")) for m in GLUE_BLOCK_RE.finditer(text)]
+
+
 def resolve_glued_text(text: str, page_dir: Path, root: Path) -> str:
-    """``text`` with every ``{glued}`` role replaced by its stored value (``?`` where none)."""
+    """``text`` with every ``{glued}`` role and ``{glue}`` block replaced by its stored value (``?`` where none)."""
     cache: dict[Path, dict[str, str]] = {}
+
+    def block(m: re.Match[str]) -> str:
+        doc = m.group("doc")
+        path = (root / doc.lstrip("/")) if doc.startswith("/") else (page_dir / doc)
+        path = path if path.suffix == ".ipynb" else path.with_suffix(".ipynb")
+        if not path.is_file():
+            return "?"
+        if path not in cache:
+            cache[path] = stored_glue_values(path)
+        return cache[path].get(m.group("key"), "?")
+
+    text = GLUE_BLOCK_RE.sub(block, text)
 
     def value(m: re.Match[str]) -> str:
         try:
