@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpbayes import posterior_mechanisms as pm
 from dpbayes import posterior_release as pr
 from dpbayes import sensitivity as se
 from dpbayes.distances import hellinger_dirichlet
@@ -63,7 +64,7 @@ def test_smooth_sensitivity_properties():
 
 
 # -- exact distributions ---------------------------------------------------------------------------
-@pytest.mark.parametrize("mechanism", pr.MECHANISMS)
+@pytest.mark.parametrize("mechanism", pr.REGISTRY)
 def test_exact_distribution_rows_sum_to_one(mechanism):
     P = pr.exact_output_distribution(mechanism, 15, 0.7, (2.0, 3.0))
     assert P.shape == (16, 16)
@@ -106,7 +107,7 @@ def _chi_square_pvalue(observed, expected_prob, size):
     return stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
 
 
-@pytest.mark.parametrize("mechanism", pr.MECHANISMS)
+@pytest.mark.parametrize("mechanism", pr.REGISTRY)
 def test_binary_sampler_matches_exact(mechanism):
     n, eps, prior, x, size = 20, 1.0, (1.0, 1.0), 6, 20000
     rng = np.random.default_rng(4321)
@@ -117,7 +118,10 @@ def test_binary_sampler_matches_exact(mechanism):
     assert _chi_square_pvalue(observed, exact, size) > 1e-3
 
 
-@pytest.mark.parametrize("mechanism", ["LSDim", "LSHist", "EHD", "EHDS"])
+MULTI_CATEGORY = [m for m, mech in pr.REGISTRY.items() if mech.max_categories is None]
+
+
+@pytest.mark.parametrize("mechanism", MULTI_CATEGORY)
 def test_three_category_sampler_matches_exact(mechanism):
     counts, eps, prior, size = (3, 1, 4), 1.0, (1.0, 2.0, 0.5), 20000
     rng = np.random.default_rng(99)
@@ -137,13 +141,33 @@ def test_chi_square_check_can_fail():
 
 
 # -- privacy -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mechanism", pr.REGISTRY)
 @pytest.mark.parametrize("prior", PRIORS)
 @pytest.mark.parametrize("eps", [0.3, 2.0])
-def test_exact_privacy_loss_within_proven_guarantee(prior, eps):
+def test_exact_privacy_loss_within_proven_guarantee(mechanism, prior, eps):
+    """Every registered mechanism: its exact loss (binary data) never exceeds its proven guarantee."""
     for n in (1, 2, 7, 25):
-        for mechanism in ("LSDim", "LSHist", "EHD", "EHDS"):
-            loss = pr.privacy_loss_binary(mechanism, n, eps, prior)
-            assert loss <= pr.proven_epsilon(mechanism, eps, n, prior) * (1 + 1e-9), (mechanism, n)
+        loss = pr.privacy_loss_binary(mechanism, n, eps, prior)
+        assert loss <= pr.proven_epsilon(mechanism, eps, n, prior) * (1 + 1e-9), (mechanism, n)
+
+
+@pytest.mark.parametrize("mechanism", MULTI_CATEGORY)
+@pytest.mark.parametrize("eps", [0.3, 2.0])
+def test_exact_privacy_loss_within_proven_guarantee_three_categories(mechanism, eps):
+    """Every registered mechanism defined for k >= 3: the same over every data set of 4 records, 3 categories."""
+    prior = (1.0, 0.5, 2.0)
+    loss = pr.privacy_loss_multi(mechanism, 4, eps, prior)
+    assert loss <= pr.proven_epsilon(mechanism, eps, 4, prior) * (1 + 1e-9), mechanism
+
+
+def test_registry_is_the_one_list_of_mechanisms():
+    assert tuple(pr.REGISTRY) == pr.ALL_MECHANISMS == pr.MECHANISMS + pr.ADDED_MECHANISMS
+    for name, mech in pr.REGISTRY.items():
+        assert mech.name == name and mech.kind in ("noise", "exponential")
+        assert f"``{name}``" in pm.__doc__  # the module's list of mechanisms is generated from the registry
+        assert pr.get_mechanism(name) is mech
+    with pytest.raises(ValueError, match="either noise_log_pmf"):
+        pm.ReleaseMechanism("broken", False, "", "", lambda eps, n, alpha: eps)
 
 
 def test_laplace_losses_are_tight():
@@ -307,7 +331,7 @@ def test_added_mechanisms_sampler_matches_exact_law(mechanism):
 
 def test_added_mechanisms_keep_notes_list():
     assert pr.MECHANISMS == ("LSDim", "LSHist", "EHD", "EHD-notes", "EHDL", "EHDS")
-    assert set(pr.ADDED_MECHANISMS) == {"LSHist-round", "Geometric"}
+    assert {"LSHist-round", "Geometric"} <= set(pr.ADDED_MECHANISMS)
     with pytest.raises(ValueError, match="mechanism"):
         pr.mean_error("Gauss", (1, 2), 1.0, (1.0, 1.0))
 
@@ -332,7 +356,7 @@ def test_lp_is_certified_dp_and_beats_every_mechanism(eps, objective, loss):
     assert sol.value >= sol.solver_value - 1e-7 and sol.value - sol.solver_value < 1e-5
     L = pr.binary_loss_matrix(n, (1.0, 1.0), loss)
     pi = pr.uniform_data_prior(n)
-    for m in (*pr.MECHANISMS, *pr.ADDED_MECHANISMS):
+    for m in pr.REGISTRY:
         if pr.privacy_loss_binary(m, n, eps) > eps + 1e-9:
             continue  # not eps-DP at this eps (EHD-notes, EHDL): no comparison
         r = pr.release_risks(np.exp(pr.exact_log_output_distribution(m, n, eps)), L)

@@ -874,7 +874,7 @@ def _audit_posterior_release(eps: float, sizes: list[int], prior: tuple[float, f
         "n' in {" + ", ".join(map(str, sizes[:3])) + (", ..., " if len(sizes) > 4 else ", ") + ", ".join(map(str, sizes[-1:])) + "}"
     # the notes' mechanisms and the two Ch. 2 adds for its optimality comparison (LSHist with rounding,
     # the truncated geometric mechanism: both with exact loss eps)
-    for m in (*pr.MECHANISMS, *getattr(pr, "ADDED_MECHANISMS", ())):
+    for m in pr.REGISTRY:  # every registered mechanism (dpbayes.posterior_mechanisms)
         # report the size where the (size-dependent) proven eps is exceeded the most if it is
         # exceeded anywhere, else the size with the largest loss (the calibrated eps is fixed)
         best: tuple[tuple[bool, float], int, ExactAudit, float] | None = None

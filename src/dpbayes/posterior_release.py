@@ -1,42 +1,16 @@
-"""Private release of a Beta/Dirichlet posterior: the five mechanisms of the notes, exactly and sampled.
+"""Private release of a Beta/Dirichlet posterior (chapter 2): the notes' mechanisms, their accuracy and optimum.
 
-Source: ``laplace-optimality-notes.md`` ("notes"), Algorithms 1-5. Setting and sensitivities: see
-:mod:`dpbayes.sensitivity`. A *release* is a count vector ``c~`` (the released posterior is
-``Dir(alpha + c~)``). Neighbouring data sets have the same size ``n`` and differ in one record
-(binary: ``x`` ones versus ``x + 1`` ones).
+Source: ``laplace-optimality-notes.md`` ("notes"). This module is the chapter's entry point and
+re-exports the modules that hold one concept each:
 
-Mechanisms and the privacy each one has (``eps`` = the value the notes calibrate for):
+* :mod:`dpbayes.posterior_mechanisms` -- the mechanism registry (``LSDim``, ``LSHist``, ``EHD``,
+  ``EHD-notes``, ``EHDL``, ``EHDS`` and the added ``LSHist-round`` and ``Geometric``): exact output
+  laws, samplers, proven guarantees and exact privacy losses;
+* the accuracy of a release (this module): error distributions, mean error, good-set probability,
+  quantiles, releases outside ``R_alpha`` and their projection;
+* the notes' statements made precise and the best eps-DP release (LP, closed form, minimax).
 
-=============  =========================================================  ==============================
-name           what it does                                               proven guarantee
-=============  =========================================================  ==============================
-``LSDim``      Alg. 1: ``Lap(k/eps)`` on each of the first ``k-1``        ``eps/2`` (k = 2),
-               counts, floor, clamp to ``[0, n]``, last = clamp(n - sum)  ``2 eps/k`` (k >= 3)
-``LSHist``     Alg. 2: same with ``Lap(1/eps)`` (k = 2) / ``Lap(2/eps)``  ``eps``
-``EHD``        Alg. 3: exponential mechanism, score ``-H``, factor        ``eps``
-               ``eps/(2 GS)``, ``GS`` computed for ``(n, prior)``
-``EHD-notes``  Alg. 3 with the notes' constant ``GS = sqrt(1 - pi/4)``    ``eps GS(n,prior)/sqrt(1-pi/4)``
-``EHDL``       Alg. 4 (body missing in the notes; read from Thm 2.5):     none (not DP in general)
-               factor ``eps/(2 LS(x))``
-``EHDS``       Alg. 5: factor ``eps/(4 S(x))``, ``S`` = beta-smooth       ``eps`` (with the default beta,
-               sensitivity                                                see ``pure_dp_smoothing_beta``)
-=============  =========================================================  ==============================
-
-``LSDim`` and ``LSHist`` with ``k >= 3`` can release count vectors that do not sum to ``n`` (the
-last coordinate is clamped), i.e. posteriors outside ``R_alpha``; this is the notes' algorithm,
-reproduced as written.
-
-Two mechanisms that are not in the notes (``ADDED_MECHANISMS``, chapter 2's optimality comparison)
-are accepted by every function that takes a mechanism name; ``MECHANISMS`` keeps the notes' ones:
-
-================  ======================================================  ==========================
-``LSHist-round``  ``LSHist`` with the noisy count rounded to the nearest  ``eps`` (post-processing of
-                  integer instead of floored (``floor(c + eta + 1/2)``)   the Laplace mechanism)
-``Geometric``     truncated geometric mechanism (two categories only):    ``eps`` (exact loss ``eps``)
-                  two-sided geometric noise ``P(z) ~ exp(-eps |z|)`` on
-                  the count, clamped to ``[0, n]``, released as the
-                  matching posterior (Ghosh, Roughgarden & Sundararajan)
-================  ======================================================  ==========================
+Every function that takes a mechanism name accepts every name of ``ALL_MECHANISMS``.
 """
 
 from __future__ import annotations
@@ -52,22 +26,45 @@ from scipy.optimize import linprog
 from scipy.special import logsumexp
 
 from dpbayes.distances import hellinger_dirichlet
-from dpbayes.geometric import sample_truncated_geometric, truncated_geometric_logmatrix, truncated_geometric_logpmf
-from dpbayes.privacy_loss import _max_log_ratio, neighbour_pairs, replace_one_pairs
+from dpbayes.geometric import truncated_geometric_logmatrix
+from dpbayes.posterior_mechanisms import (
+    ADDED_MECHANISMS,
+    ALL_MECHANISMS,
+    EXPONENTIAL_MECHANISMS,
+    LAPLACE_MECHANISMS,
+    MECHANISMS,
+    REGISTRY,
+    ReleaseMechanism,
+    _LAPLACE_SCALED,
+    _log_clamped_floor_pmf,
+    _log_clamped_round_pmf,
+    _log_laplace_interval,
+    _log_truncated_geometric_pmf,
+    exact_log_output_distribution,
+    exact_output_distribution,
+    get_mechanism,
+    laplace_scale,
+    privacy_loss_binary,
+    privacy_loss_multi,
+    proven_epsilon,
+    release_log_distribution,
+    sample_release,
+)
+from dpbayes.privacy_loss import _max_log_ratio, neighbour_pairs
 from dpbayes.sensitivity import (
     NOTES_GLOBAL_SENSITIVITY,
     _check_counts,
     candidate_counts,
     check_prior,
-    global_sensitivity,
     local_sensitivity,
     local_sensitivity_all,
-    smooth_sensitivity,
-    smooth_sensitivity_all_binary,
 )
-from dpbayes.validation import check_choice, check_int, check_positive, check_probability, check_rng
+from dpbayes.validation import check_choice, check_int, check_positive, check_probability
 
 __all__ = [
+    "ReleaseMechanism",
+    "REGISTRY",
+    "get_mechanism",
     "MECHANISMS",
     "ADDED_MECHANISMS",
     "ALL_MECHANISMS",
@@ -118,302 +115,16 @@ __all__ = [
     "geometric_multi_release_log_distribution",
 ]
 
-LAPLACE_MECHANISMS = ("LSDim", "LSHist")
-EXPONENTIAL_MECHANISMS = ("EHD", "EHD-notes", "EHDL", "EHDS")
-MECHANISMS = LAPLACE_MECHANISMS + EXPONENTIAL_MECHANISMS
-#: Not in the notes: LSHist with rounding instead of the floor, and the truncated geometric mechanism.
-ADDED_MECHANISMS = ("LSHist-round", "Geometric")
-ALL_MECHANISMS = MECHANISMS + ADDED_MECHANISMS
-# additive-noise mechanisms whose release is computed coordinate-wise (noise, integer map, clamp)
-_NOISE_MECHANISMS = LAPLACE_MECHANISMS + ADDED_MECHANISMS
-_LOG2 = math.log(2.0)
+# the private helpers tests and notebooks reach through this module
+_RE_EXPORTED_PRIVATE = (_log_clamped_floor_pmf, _log_clamped_round_pmf, _log_laplace_interval, _LAPLACE_SCALED)
 
 
 def _check_mechanism(mechanism: str) -> str:
-    return check_choice("mechanism", mechanism, ALL_MECHANISMS)
+    return get_mechanism(mechanism).name
 
 
 def _check_geometric_binary(mechanism: str, k: int) -> None:
-    if mechanism == "Geometric" and k != 2:
-        raise ValueError(f"mechanism 'Geometric' is defined for two categories (a prior of length 2), got {k} categories")
-
-
-def laplace_scale(mechanism: str, eps: float, k: int) -> float:
-    """Scale of the Laplace noise of ``LSDim`` (notes Alg. 1: ``k/eps``) or ``LSHist`` (Alg. 2: ``1/eps`` for
-    ``k = 2``, ``2/eps`` otherwise)."""
-    check_choice("mechanism", mechanism, LAPLACE_MECHANISMS + ("LSHist-round",))
-    eps = check_positive("eps", eps)
-    k = check_int("k", k, minimum=2)
-    if mechanism == "LSDim":
-        return k / eps
-    return (1.0 if k == 2 else 2.0) / eps
-
-
-def proven_epsilon(mechanism: str, eps: float, n: int, prior: ArrayLike) -> float:
-    """The privacy parameter each mechanism provably satisfies (pure DP, replace-one neighbours).
-
-    Laplace mechanisms: L1 sensitivity of the first ``k - 1`` counts is 1 (k = 2) or 2 (k >= 3), so
-    the guarantee is ``sensitivity / scale``. ``EHD``: ``eps`` (McSherry-Talwar with the computed
-    ``GS``). ``EHD-notes``: the same theorem with the true sensitivity gives ``eps * GS / sqrt(1 - pi/4)``.
-    ``EHDS``: ``eps`` (argument in :func:`dpbayes.sensitivity.pure_dp_smoothing_beta`).
-    ``EHDL``: ``inf`` (no guarantee; see the exact losses in the chapter). ``LSHist-round``: as
-    ``LSHist`` (rounding is post-processing). ``Geometric``: ``eps`` (two categories).
-    """
-    _check_mechanism(mechanism)
-    eps = check_positive("eps", eps)
-    alpha = check_prior(prior)
-    k = alpha.size
-    _check_geometric_binary(mechanism, k)
-    if mechanism == "Geometric":
-        return eps
-    if mechanism in LAPLACE_MECHANISMS + ("LSHist-round",):
-        sens = 1.0 if k == 2 else 2.0
-        return sens / laplace_scale(mechanism, eps, k)
-    if mechanism in ("EHD", "EHDS"):
-        return eps
-    if mechanism == "EHD-notes":
-        return eps * global_sensitivity(n, alpha) / NOTES_GLOBAL_SENSITIVITY
-    return math.inf
-
-
-# -- Laplace mechanisms ----------------------------------------------------------------------------
-def _log_laplace_interval(lo: NDArray[np.float64], hi: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
-    """``log P(lo <= eta < hi)`` for ``eta ~ Lap(0, scale)``, accurate far in the tails."""
-    z, w = lo / scale, hi / scale
-    out = np.empty(np.broadcast(z, w).shape)
-    z, w = np.broadcast_arrays(z, w)
-    right = z >= 0  # whole interval right of 0: (e^-z - e^-w)/2
-    left = w <= 0  # whole interval left of 0: (e^w - e^z)/2
-    mid = ~(right | left)
-    zr, wr = z[right], w[right]
-    out[right] = -zr + np.log1p(-np.exp(-(wr - zr))) - _LOG2
-    zl, wl = z[left], w[left]
-    out[left] = wl + np.log1p(-np.exp(zl - wl)) - _LOG2
-    zm, wm = z[mid], w[mid]
-    out[mid] = np.log1p(-0.5 * (np.exp(zm) + np.exp(-wm)))
-    return out
-
-
-def _log_clamped_floor_pmf(c: int, n: int, scale: float) -> NDArray[np.float64]:
-    """log pmf of ``clamp(floor(c + eta), 0, n)``, ``eta ~ Lap(0, scale)``, on ``j = 0..n``."""
-    j = np.arange(n + 1, dtype=float)
-    lo = j - c
-    hi = j + 1.0 - c
-    lo[0] = -np.inf  # everything below 1 is clamped to 0
-    hi[-1] = np.inf  # everything at or above n is clamped to n
-    if n == 0:
-        return np.zeros(1)
-    return _log_laplace_interval(lo, hi, scale)
-
-
-def _log_clamped_round_pmf(c: int, n: int, scale: float) -> NDArray[np.float64]:
-    """log pmf of ``clamp(round(c + eta), 0, n)`` (``round(y) = floor(y + 1/2)``), ``eta ~ Lap(0, scale)``."""
-    if n == 0:
-        return np.zeros(1)
-    j = np.arange(n + 1, dtype=float)
-    lo = j - 0.5 - c
-    hi = j + 0.5 - c
-    lo[0] = -np.inf
-    hi[-1] = np.inf
-    return _log_laplace_interval(lo, hi, scale)
-
-
-def _log_truncated_geometric_pmf(c: int, n: int, eps: float) -> NDArray[np.float64]:
-    """log pmf of ``clamp(c + z, 0, n)`` with two-sided geometric noise: :func:`dpbayes.geometric.truncated_geometric_logpmf`."""
-    return truncated_geometric_logpmf(c, n, eps)
-
-
-def _noise_pmf(mechanism: str, c: int, n: int, eps: float, k: int) -> NDArray[np.float64]:
-    """log pmf of one noisy, clamped coordinate of an additive-noise mechanism."""
-    if mechanism == "Geometric":
-        return _log_truncated_geometric_pmf(c, n, eps)
-    scale = laplace_scale(mechanism, eps, k)
-    if mechanism == "LSHist-round":
-        return _log_clamped_round_pmf(c, n, scale)
-    return _log_clamped_floor_pmf(c, n, scale)
-
-
-def _laplace_release_log_distribution(
-    mechanism: str, counts: NDArray[np.int64], eps: float
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    k = counts.size
-    n = int(counts.sum())
-    pmfs = [_noise_pmf(mechanism, int(counts[i]), n, eps, k) for i in range(k - 1)]
-    grids = np.meshgrid(*[np.arange(n + 1)] * (k - 1), indexing="ij")
-    first = np.stack([g.ravel() for g in grids], axis=1)
-    logp = sum(pmfs[i][first[:, i]] for i in range(k - 1))
-    last = np.clip(n - first.sum(axis=1), 0, n)
-    return np.concatenate([first, last[:, None]], axis=1).astype(np.int64), np.asarray(logp)
-
-
-# -- exponential mechanisms ------------------------------------------------------------------------
-def _exponential_factor(
-    mechanism: str, counts: NDArray[np.int64], eps: float, alpha: NDArray[np.float64], smoothing_beta: float | None = None
-) -> float:
-    """Multiplier of the utility ``-H`` in the exponent (notes Alg. 3, 4, 5)."""
-    n = int(counts.sum())
-    if mechanism == "EHD":
-        return eps / (2.0 * global_sensitivity(n, alpha))
-    if mechanism == "EHD-notes":
-        return eps / (2.0 * NOTES_GLOBAL_SENSITIVITY)
-    if mechanism == "EHDL":
-        return eps / (2.0 * local_sensitivity(counts, alpha))
-    return eps / (4.0 * smooth_sensitivity(counts, alpha, smoothing_beta))
-
-
-def release_log_distribution(
-    mechanism: str, counts: ArrayLike, eps: float, prior: ArrayLike, *, smoothing_beta: float | None = None
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Exact output distribution of one mechanism on one data set, in log space.
-
-    Parameters
-    ----------
-    mechanism : str
-        One of ``MECHANISMS``.
-    counts : array_like of int, shape (k,)
-        Category counts of the data set (``n = sum counts``).
-    eps : float
-        Privacy parameter the mechanism is calibrated with (``> 0``).
-    prior : array_like, shape (k,)
-        Dirichlet prior ``alpha``.
-    smoothing_beta : float, optional
-        EHDS only: smoothing parameter of the smooth sensitivity. The default
-        (:func:`dpbayes.sensitivity.pure_dp_smoothing_beta`) is the value with a proof of ``eps``-DP;
-        other values are for exploration only.
-
-    Returns
-    -------
-    released : ndarray of int, shape (m, k)
-        Support: released count vectors (released posterior ``Dir(alpha + released)``). For ``k = 2``
-        it is always ``(j, n - j)``, ``j = 0..n``, in this order.
-    log_prob : ndarray, shape (m,)
-        Log-probability of each support point (``logsumexp(log_prob) = 0``).
-    """
-    _check_mechanism(mechanism)
-    eps = check_positive("eps", eps)
-    alpha = check_prior(prior)
-    c = _check_counts(counts, alpha)
-    _check_geometric_binary(mechanism, alpha.size)
-    if mechanism in _NOISE_MECHANISMS:
-        return _laplace_release_log_distribution(mechanism, c, eps)
-    cand = candidate_counts(int(c.sum()), alpha.size)
-    score = -np.asarray(hellinger_dirichlet(alpha + c, alpha + cand)) * _exponential_factor(mechanism, c, eps, alpha, smoothing_beta)
-    return cand, score - logsumexp(score)
-
-
-def exact_log_output_distribution(
-    mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0), *, smoothing_beta: float | None = None
-) -> NDArray[np.float64]:
-    """Binary case: ``L[x, j] = log P(mechanism releases Beta(a + j, b + n - j) | data with x ones)``.
-
-    Rows ``x = 0..n`` (input neighbours are rows ``x`` and ``x + 1``), columns ``j = 0..n``.
-    """
-    _check_mechanism(mechanism)
-    n = check_int("n", n, minimum=1, maximum=3000)
-    alpha = check_prior(prior, 2)
-    eps = check_positive("eps", eps)
-    if mechanism in _NOISE_MECHANISMS:
-        return np.vstack([_noise_pmf(mechanism, x, n, eps, 2) for x in range(n + 1)])
-    # All pairwise distances between the n + 1 posteriors at once (candidates = posteriors).
-    post = candidate_counts(n, 2) + alpha
-    dist = np.asarray(hellinger_dirichlet(post[:, None, :], post[None, :, :]))
-    _, ls = local_sensitivity_all(n, alpha)
-    if mechanism == "EHD":
-        factor = np.full(n + 1, eps / (2.0 * ls.max()))
-    elif mechanism == "EHD-notes":
-        factor = np.full(n + 1, eps / (2.0 * NOTES_GLOBAL_SENSITIVITY))
-    elif mechanism == "EHDL":
-        factor = eps / (2.0 * ls)
-    else:
-        factor = eps / (4.0 * smooth_sensitivity_all_binary(n, alpha, smoothing_beta))
-    score = -dist * factor[:, None]
-    return score - logsumexp(score, axis=1, keepdims=True)
-
-
-def exact_output_distribution(
-    mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0), *, smoothing_beta: float | None = None
-) -> NDArray[np.float64]:
-    """Binary case: exact ``(n+1) x (n+1)`` matrix ``P[x, j]`` of output probabilities.
-
-    ``P[x, j]`` is the probability that ``mechanism`` (calibrated for ``eps``; see the module table for
-    the guarantee each one actually has, :func:`proven_epsilon`) releases ``Beta(a + j, b + n - j)`` when
-    the data hold ``x`` ones out of ``n``. Rows sum to 1; input neighbours are rows ``x`` and ``x + 1``.
-    """
-    return np.exp(exact_log_output_distribution(mechanism, n, eps, prior, smoothing_beta=smoothing_beta))
-
-
-def privacy_loss_binary(
-    mechanism: str, n: int, eps: float, prior: ArrayLike = (1.0, 1.0), *, smoothing_beta: float | None = None
-) -> float:
-    """Exact worst-case privacy loss ``max_{x, j} |log P[x, j] - log P[x+1, j]|`` over all binary neighbours.
-
-    This is the smallest ``eps'`` for which the mechanism is ``eps'``-DP on data sets of size ``n``
-    (``inf`` when some output has probability 0 under one neighbour only).
-    """
-    L = exact_log_output_distribution(mechanism, n, eps, prior, smoothing_beta=smoothing_beta)
-    return max(_max_log_ratio(L, neighbour_pairs(n + 1, "adjacent")), 0.0)
-
-
-def privacy_loss_multi(mechanism: str, n: int, eps: float, prior: ArrayLike, *, smoothing_beta: float | None = None) -> float:
-    """Exact worst-case privacy loss for ``k >= 2`` categories over all data sets of size ``n``.
-
-    Neighbours: ``c`` and ``c - e_i + e_j`` (one record changes category). Every data set has the same
-    output support (all candidates for the exponential mechanisms, the full noise grid for the Laplace
-    ones), so the loss is ``max |log P_c(r) - log P_c'(r)|`` over all pairs and outputs.
-    """
-    _check_mechanism(mechanism)
-    alpha = check_prior(prior)
-    n = check_int("n", n, minimum=1, maximum=60)
-    data = candidate_counts(n, alpha.size)
-    logs = np.vstack([release_log_distribution(mechanism, c, eps, alpha, smoothing_beta=smoothing_beta)[1] for c in data])
-    return max(_max_log_ratio(logs, replace_one_pairs(data)), 0.0)
-
-
-def sample_release(
-    mechanism: str,
-    counts: ArrayLike,
-    eps: float,
-    prior: ArrayLike,
-    rng: np.random.Generator,
-    size: int = 1,
-    *,
-    smoothing_beta: float | None = None,
-) -> NDArray[np.int64]:
-    """Draw ``size`` releases of ``mechanism`` on the data set with category counts ``counts``.
-
-    The Laplace mechanisms are simulated as written in notes Alg. 1-2 (Laplace noise, floor, clamp);
-    the exponential mechanisms draw from their candidate weights. For ``k = 2`` column 0 of the result
-    is the index ``j`` of the released candidate in :func:`exact_output_distribution`.
-
-    For simulation only (seeded floating-point noise); to protect real data draw the noise with a
-    vetted sampler such as OpenDP's (as :mod:`dpbayes.release` does for counts).
-
-    Returns
-    -------
-    ndarray of int, shape (size, k)
-        Released count vectors ``c~``; the released posterior is ``Dir(prior + c~)``.
-    """
-    _check_mechanism(mechanism)
-    eps = check_positive("eps", eps)
-    alpha = check_prior(prior)
-    c = _check_counts(counts, alpha)
-    rng = check_rng("rng", rng)
-    size = check_int("size", size, minimum=1)
-    k, n = alpha.size, int(c.sum())
-    _check_geometric_binary(mechanism, k)
-    if mechanism == "Geometric":
-        first = sample_truncated_geometric(c[0], n, eps, rng, size)
-        return np.stack([first, n - first], axis=1)
-    if mechanism in LAPLACE_MECHANISMS + ("LSHist-round",):
-        eta = rng.laplace(0.0, laplace_scale(mechanism, eps, k), size=(size, k - 1))
-        shift = 0.5 if mechanism == "LSHist-round" else 0.0
-        first = np.clip(np.floor(c[: k - 1] + eta + shift), 0, n).astype(np.int64)
-        last = np.clip(n - first.sum(axis=1), 0, n)
-        return np.concatenate([first, last[:, None]], axis=1)
-    support, logp = release_log_distribution(mechanism, c, eps, alpha, smoothing_beta=smoothing_beta)
-    p = np.exp(logp)
-    idx = rng.choice(len(support), size=size, p=p / p.sum())
-    return support[idx]
+    REGISTRY[mechanism].check_categories(k)
 
 
 # -- accuracy --------------------------------------------------------------------------------------
@@ -489,11 +200,11 @@ def off_candidate_probability(mechanism: str, counts: ArrayLike, eps: float, pri
     Zero for the exponential mechanisms and for ``k = 2``; positive for ``LSDim``/``LSHist`` with
     ``k >= 3`` because notes Alg. 1-2 clamp the last coordinate instead of projecting.
     """
-    _check_mechanism(mechanism)
+    mech = get_mechanism(mechanism)
     alpha = check_prior(prior)
     c = _check_counts(counts, alpha)
-    _check_geometric_binary(mechanism, alpha.size)
-    if mechanism in EXPONENTIAL_MECHANISMS or alpha.size == 2:
+    mech.check_categories(alpha.size)
+    if mech.kind == "exponential" or alpha.size == 2:
         return 0.0  # these always release a member of R_alpha
     released, logp = release_log_distribution(mechanism, c, eps, alpha)
     off = released.sum(axis=1) != c.sum()
@@ -529,7 +240,7 @@ def projected_release_log_distribution(
     log_prob : ndarray, shape (m,)
         Log-probabilities (``-inf`` for candidates never released).
     """
-    check_choice("mechanism", mechanism, LAPLACE_MECHANISMS + ("LSHist-round",))
+    check_choice("mechanism", mechanism, _LAPLACE_SCALED)
     mass_tol = float(mass_tol)
     if not (0.0 <= mass_tol < 1.0):
         raise ValueError(f"mass_tol must be in [0, 1), got {mass_tol!r}")
