@@ -179,3 +179,20 @@ def test_a_prior_certain_of_the_count_is_refused():
         ec.CountPrior.binomial(1.0)
     with pytest.raises(TypeError, match="prior must"):
         ec.compare_estimators(10, 1.0, prior="flat")
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
+def test_interior_ratios_are_the_closed_forms(eps):
+    """In the middle of a long range (no clamping) the exact per-count risks equal the closed forms."""
+    n = 4000
+    c = n // 2
+    geo = ec.candidate_moments("geometric", n, eps)[1][c]
+    lap = ec.candidate_moments("laplace-clamped", n, eps)[1][c]
+    rnd = ec.candidate_moments("laplace-rounded", n, eps)[1][c]
+    assert lap / geo == pytest.approx(ec.interior_ratio("laplace", eps), rel=1e-10)
+    assert rnd / geo == pytest.approx(ec.interior_ratio("rounded", eps), rel=1e-10)
+    bayes = ec.candidate_moments("laplace-bayes", 400, eps)[1][200] / ec.candidate_moments("geometric", 400, eps)[1][200]
+    if eps <= 1.0:  # the remap gives back almost nothing
+        assert bayes == pytest.approx(ec.interior_ratio("laplace", eps), rel=1e-4)
+    else:  # it snaps towards integers: part of the cost comes back, not all
+        assert 1.0 < bayes < 0.95 * ec.interior_ratio("laplace", eps)

@@ -60,6 +60,7 @@ __all__ = [
     "bayes_risk",
     "sampling_risk",
     "prior_free_interval",
+    "interior_ratio",
     "Comparison",
     "compare_estimators",
 ]
@@ -625,6 +626,30 @@ def prior_free_interval(n: int, eps: float, level: float = 0.9) -> tuple[int, Fl
     c = np.arange(n + 1)
     coverage = 1.0 - tail * ((n - c > k).astype(float) + (c > k).astype(float))
     return k, coverage
+
+
+def interior_ratio(kind: str, eps: float) -> float:
+    """Mean squared error of a prior-free Laplace release over the geometric one, far from the bounds, in closed form.
+
+    Away from ``0`` and ``n`` (where clamping acts; the share of such counts vanishes as ``n eps`` grows)
+    the geometric count has ``E[G^2] = 2a / (1 - a)^2 = 1 / (2 sinh^2(eps/2))`` (``a = e^-eps``), Laplace noise
+    ``2 / eps^2``, and Laplace noise rounded to an integer ``E[D^2] = e^(eps/2) a (1 + a) / (1 - a)^2``. Hence
+
+    * ``kind="laplace"``: ``(sinh(eps/2) / (eps/2))^2``, the cost of continuous noise on an integer (``> 1``,
+      ``1 + eps^2/12 + O(eps^4)``);
+    * ``kind="rounded"``: ``cosh(eps/2)``, the cost of rounding Laplace noise instead of drawing integer noise.
+
+    The posterior-mean remap of a Laplace count with a flat prior changes the first ratio only in the
+    fifth significant digit far from the bounds up to ``eps = 1`` (``1.08610`` against ``1.08616``); at larger
+    eps it snaps the release towards integers and gives part of the cost back (``3.04`` against ``3.29`` at
+    ``eps = 4``; both tested).
+    """
+    kind = check_choice("kind", kind, ("laplace", "rounded"))
+    eps = _check_eps(eps)
+    half = eps / 2.0
+    if kind == "laplace":
+        return float((np.sinh(half) / half) ** 2)
+    return float(np.cosh(half))
 
 
 # --------------------------------------------------------------------------------------------
