@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from dpbayes import geometric, mechanisms, posterior_release, privacy_loss, ubapp
+from dpbayes import geometric, mechanisms, posterior_release, privacy_loss, sensitivity, ubapp
 from dpbayes.privacy_loss import exact_privacy_loss, neighbour_pairs, replace_one_pairs, worst_case_privacy_loss
 
 
@@ -82,7 +82,7 @@ def test_the_chapters_entry_points_are_this_loss():
     L = posterior_release.exact_log_output_distribution("LSHist", 10, eps, (1.0, 2.0))
     assert posterior_release.privacy_loss_binary("LSHist", 10, eps, (1.0, 2.0)) == worst_case_privacy_loss(L, log_probabilities=True)
     alpha = (1.0, 1.0, 2.0)
-    data = posterior_release.candidate_counts(3, 3)
+    data = sensitivity.candidate_counts(3, 3)
     logs = np.vstack([posterior_release.release_log_distribution("EHD", c, eps, alpha)[1] for c in data])
     assert posterior_release.privacy_loss_multi("EHD", 3, eps, alpha) == worst_case_privacy_loss(
         logs, replace_one_pairs(data), log_probabilities=True

@@ -66,6 +66,7 @@ __all__ = [
     "privacy_loss_binary",
     "privacy_loss_multi",
     "sample_release",
+    "geometric_multi_release_log_distribution",
 ]
 
 _LOG2 = math.log(2.0)
@@ -536,3 +537,29 @@ def sample_release(
     p = np.exp(logp)
     idx = rng.choice(len(support), size=size, p=p / p.sum())
     return support[idx]
+
+
+def geometric_multi_release_log_distribution(counts: ArrayLike, eps: float, prior: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The natural ``k``-category generalisation of the truncated geometric mechanism (not in the notes).
+
+    LSHist's structure with geometric instead of Laplace noise: the first ``k - 1`` counts get independent
+    two-sided geometric noise ``P(z) ∝ e^{-eps |z| / 2}``, each clamped to ``[0, n]``; the last count is
+    ``n`` minus their sum, clamped (so, as for LSHist, the release can leave ``R_alpha``). Privacy:
+    replacing one record changes at most two of the first ``k - 1`` counts by one, so the loss is at most
+    ``2 (eps / 2) = eps`` (exact loss tested). For ``k = 2`` the noise would be calibrated to ``eps/2``;
+    use the binary ``"Geometric"`` mechanism there. Returns ``(released, log_prob)`` as
+    :func:`release_log_distribution`.
+    """
+    eps = check_positive("eps", eps)
+    alpha = check_prior(prior)
+    c = _check_counts(counts, alpha)
+    k = c.size
+    if k < 3:
+        raise ValueError("geometric_multi_release_log_distribution needs k >= 3 categories (use 'Geometric' for k = 2)")
+    n = int(c.sum())
+    pmfs = [_log_truncated_geometric_pmf(int(c[i]), n, eps / 2.0) for i in range(k - 1)]
+    grids = np.meshgrid(*[np.arange(n + 1)] * (k - 1), indexing="ij")
+    first = np.stack([g.ravel() for g in grids], axis=1)
+    logp = sum(pmfs[i][first[:, i]] for i in range(k - 1))
+    last = np.clip(n - first.sum(axis=1), 0, n)
+    return np.concatenate([first, last[:, None]], axis=1).astype(np.int64), np.asarray(logp)
