@@ -184,3 +184,18 @@ def test_summary_table_shows_what_differs_and_keeps_to_the_terminal_width():
     assert table[0].split()[-1] == "k" and table[2].split()[-1].endswith("...")  # a long status is cut
     assert table[3] == "(1 more column in summary.csv: a_long_glued_key)"
     assert cli.summary_table(rows, jobs, ["k", "a_long_glued_key"], width=200).splitlines()[0].split()[-1] == "a_long_glued_key"
+
+
+def test_summary_table_leads_with_the_columns_that_vary():
+    from dpbayes.book import cli
+
+    jobs = [cli.Job(Path("00a-demo.ipynb"), {"eps": eps, "seed": 3}, Path(f"r{i}"), "00-demo") for i, eps in enumerate([0.5, 2.0])]
+    same = {f"same{i}": "7" for i in range(10)}  # equal in every run: summary.csv only
+    rows = [{"notebook": "00a-demo.ipynb", "eps": eps, "seed": 3, "status": "ok", **same, "k": k} for eps, k in [(0.5, "2"), (2.0, "0.5")]]
+    table = cli.summary_table(rows, jobs, [*same, "k"], width=40).splitlines()
+    assert table[0].split() == ["eps", "status", "k"]  # the varying output is shown, not crowded out
+    assert [line.split() for line in table[1:3]] == [["0.5", "ok", "2"], ["2.0", "ok", "0.5"]]
+    assert table[3] == ("(10 columns equal in every run, in summary.csv only: "
+                        "same0, same1, same2, same3, same4, same5, same6, same7, ... (2 more))")
+    # one run: nothing to compare, every output is shown
+    assert cli.summary_table(rows[:1], jobs[:1], ["same0", "k"], width=80).splitlines()[0].split() == ["status", "same0", "k"]

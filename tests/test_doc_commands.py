@@ -180,6 +180,30 @@ def _run_in_home(name: str, argv: list[str], home: Path) -> None:
             assert Path(argv[argv.index(option) + 1]).is_file(), f"{name}: `{' '.join(argv)}` made no {option} file"
 
 
+def _check_folding_command(name: str, argv: list[str], tmp: Path) -> None:
+    """``python -m dpbayes.book.folding [--apply] NOTEBOOK``: the check runs on the notebook as written
+    (exit 0, every cell folded as the rule says, or 1 with the list); ``--apply`` runs on a copy in
+    ``tmp`` (nothing in the repository is written) and must leave the copy's sources and outputs as
+    they were and pass the check afterwards."""
+    import nbformat
+
+    notebook = ROOT / argv[-1]
+    assert notebook.is_file(), f"{name}: `{' '.join(argv)}`: no notebook {argv[-1]}"
+    target = argv[-1]
+    if "--apply" in argv:
+        copy = tmp / notebook.name
+        copy.write_bytes(notebook.read_bytes())
+        target = str(copy)
+    result = subprocess.run([sys.executable, *argv[1:-1], target], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode in (0, 1) and "Traceback" not in result.stderr, f"{name}: `{' '.join(argv)}`: {result.stderr}"
+    if "--apply" in argv:
+        assert result.returncode == 0, f"{name}: `{' '.join(argv)}`: {result.stderr}"
+        before, after = (nbformat.read(p, as_version=4) for p in (notebook, Path(target)))
+        assert [(c.source, c.get("outputs")) for c in before.cells] == [(c.source, c.get("outputs")) for c in after.cells]
+        again = subprocess.run([sys.executable, *argv[1:3], target], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, f"{name}: the notebook still has cells to fold after --apply: {again.stdout}"
+
+
 @pytest.mark.parametrize("name,cmds", CASES, ids=[name for name, _ in CASES])
 def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str], str | None]], tmp_path: Path) -> None:
     before = _top_level()
@@ -195,6 +219,9 @@ def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str
             continue
         if argv[0] == ".venv/bin/dask":
             _check_dask_command(name, argv, tmp_path)
+            continue
+        if argv[:3] == [".venv/bin/python", "-m", "dpbayes.book.folding"]:
+            _check_folding_command(name, argv, tmp_path)
             continue
         assert argv[:3] == [".venv/bin/python", "-m", "dpbayes"], f"{name}: no rule for the command `{shown}`"
         assert (ROOT / argv[0]).parent.name == "bin"

@@ -69,8 +69,10 @@ def wait_for_kernels(proc: subprocess.Popen, marks: Path, started: int) -> list[
 
 def interrupt(book: Path, sig: int, started: int, *args: str) -> tuple[subprocess.CompletedProcess, float]:
     """Start the run, wait until ``started`` slow kernels run, send ``sig`` as a terminal would."""
+    (book / "tmp").mkdir(exist_ok=True)  # the run's $TMPDIR: checked empty afterwards (check_message)
     proc = subprocess.Popen([sys.executable, "-m", "dpbayes", "run", "chapters/00-demo", *args], cwd=book,
-                            env={**os.environ, "MARK_DIR": str(book / "marks")}, stdout=subprocess.PIPE,
+                            env={**os.environ, "MARK_DIR": str(book / "marks"), "TMPDIR": str(book / "tmp")},
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=sigint_as_at_a_terminal)
     try:
         started_procs = wait_for_kernels(proc, book / "marks", started)
@@ -91,8 +93,10 @@ def interrupt(book: Path, sig: int, started: int, *args: str) -> tuple[subproces
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), elapsed
 
 
-def check_message(result: subprocess.CompletedProcess, elapsed: float) -> str:
+def check_message(result: subprocess.CompletedProcess, elapsed: float, book: Path | None = None) -> str:
     assert result.returncode == 130, result.stderr
+    if book is not None:  # nothing left in $TMPDIR: no kernel connection file (it holds the kernel's key), no scratch
+        assert not list((book / "tmp").rglob("*")), sorted(map(str, (book / "tmp").rglob("*")))
     assert elapsed < STOP_LIMIT, f"took {elapsed:.2f} s to stop"
     text = result.stderr
     for noise in ("Traceback", "DeadKernelError", "AssertionError", "KeyboardInterrupt", "[IPKernelApp]", "papermill"):
@@ -104,7 +108,7 @@ def check_message(result: subprocess.CompletedProcess, elapsed: float) -> str:
 
 def test_parallel_sweep_ctrl_c_keeps_a_marked_incomplete_sweep(book: Path) -> None:
     result, elapsed = interrupt(book, signal.SIGINT, 2, "-p", "x", "0,30,31,32,33", "--jobs", "2", "--quiet")
-    line = check_message(result, elapsed)
+    line = check_message(result, elapsed, book)
     (sweep,) = (book / "runs").iterdir()
     assert sweep.name.endswith("-incomplete") and str(sweep.relative_to(book)) in line
     assert "1 of 5 runs done" in line
@@ -119,14 +123,14 @@ def test_parallel_sweep_ctrl_c_keeps_a_marked_incomplete_sweep(book: Path) -> No
 
 def test_sequential_sweep_ctrl_c(book: Path) -> None:
     result, elapsed = interrupt(book, signal.SIGINT, 1, "-p", "x", "0,30,31")
-    line = check_message(result, elapsed)
+    line = check_message(result, elapsed, book)
     (sweep,) = (book / "runs").iterdir()
     assert sweep.name.endswith("-incomplete") and "1 of 3 runs done" in line
 
 
 def test_sigterm_on_a_single_run_leaves_nothing(book: Path) -> None:
     result, elapsed = interrupt(book, signal.SIGTERM, 1, "-p", "x", "30", "--quiet")
-    line = check_message(result, elapsed)
+    line = check_message(result, elapsed, book)
     assert line == "interrupted: nothing was written and nothing was stored"
     assert not (book / "runs").exists()  # no hidden .tmp-* folders either
 
@@ -141,8 +145,9 @@ def test_a_killed_run_leaves_no_notebook_running(book: Path, args: tuple[str, ..
     sessions of their own, notice that their parent is gone, stop with their kernels and remove their
     temporary run directories."""
     marks = book / "marks"
+    (book / "tmp").mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "dpbayes", "run", "chapters/00-demo", *args, "--quiet"], cwd=book,
-                            env={**os.environ, "MARK_DIR": str(marks)}, stdout=subprocess.DEVNULL,
+                            env={**os.environ, "MARK_DIR": str(marks), "TMPDIR": str(book / "tmp")}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     orphans: list[psutil.Process] = []
     try:
@@ -165,3 +170,7 @@ def test_a_killed_run_leaves_no_notebook_running(book: Path, args: tuple[str, ..
     assert not leftover, f"{len(leftover)} of {len(orphans)} processes still running after {elapsed:.1f} s"
     assert elapsed < KILLED_LIMIT
     assert not list((book / "runs").rglob(".tmp-*"))  # no half-written run directory either
+    deadline = time.monotonic() + KILLED_LIMIT  # the orphans' last act: removing their control files
+    while list((book / "tmp").rglob("*")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not list((book / "tmp").rglob("*")), "kernel connection files or control files left in $TMPDIR"

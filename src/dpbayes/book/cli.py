@@ -599,7 +599,10 @@ def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int 
     """
     work = _work_dir(job)
     spec_path, outcome, log = (control / f"{index}.{suffix}" for suffix in ("json", "outcome", "log"))
-    runtime = control / f"{index}.runtime"  # the kernel's connection file: removed with `control`
+    # the kernel's connection files (jupyter_client writes them to JUPYTER_RUNTIME_DIR or, as
+    # tempfile.mkstemp, to TMPDIR; they hold the kernel's key) and the worker's temporary files:
+    # removed with `control`, also after Ctrl-C or when an orphaned worker stops (_watch_parent)
+    runtime = control / f"{index}.runtime"
     runtime.mkdir()
     terminal = os.dup(2) if show else None  # the worker's bars go to our stderr, the kernel's noise to the log
     # only this process holds the write end (os.pipe's descriptors are not inherited by other children)
@@ -608,7 +611,7 @@ def _start_worker(job: Job, control: Path, index: int, show: bool, timeout: int 
             "work": str(work), "progress": show, "timeout": timeout, "outcome": str(outcome), "terminal_fd": terminal,
             "lifeline_fd": watched, "scratch": [str(d) for d in scratch]}
     spec_path.write_text(json.dumps(spec))
-    env = {k: v for k, v in os.environ.items() if k not in drop_env} | {"JUPYTER_RUNTIME_DIR": str(runtime)}
+    env = {k: v for k, v in os.environ.items() if k not in drop_env} | {"JUPYTER_RUNTIME_DIR": str(runtime), "TMPDIR": str(runtime)}
     try:
         with log.open("w") as log_fh:
             # a session of its own: the terminal's Ctrl-C reaches this process only, which stops the workers
@@ -1012,13 +1015,20 @@ def _cell(value: Any, limit: int = 32) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def _varies(rows: list[dict[str, Any]], column: str) -> bool:
+    """Whether ``column`` takes more than one value over ``rows`` (a missing value counts as one)."""
+    return len({json.dumps(r.get(column, ""), default=str) for r in rows}) > 1
+
+
 def summary_table(rows: list[dict[str, Any]], jobs: list[Job], outputs: list[str], width: int | None = None) -> str:
-    """The summary as a short aligned table: the notebook (if several), the parameters that differ
-    between runs, the status and the ``outputs`` columns (glued values, then recorded results);
-    columns that do not fit in ``width`` (the terminal's) are left to summary.csv, which the last
-    line then says."""
-    varying = [k for k in dict.fromkeys(k for j in jobs for k in j.shown)
-               if len({json.dumps(r.get(k, ""), default=str) for r in rows}) > 1]
+    """The summary as a short aligned table that leads with what differs between runs: the notebook
+    (if several), the parameters that differ, the status, then those ``outputs`` columns (glued
+    values, then recorded results) that differ between runs. Columns equal in every run are left to
+    summary.csv (a last line names them), and so are the columns that do not fit in ``width`` (the
+    terminal's; another last line names them). A single run shows all its outputs."""
+    varying = [k for k in dict.fromkeys(k for j in jobs for k in j.shown) if _varies(rows, k)]
+    same = [c for c in outputs if len(rows) > 1 and not _varies(rows, c)]
+    outputs = [c for c in outputs if c not in same]
     columns = (["notebook"] if len({r["notebook"] for r in rows}) > 1 else []) + varying + ["status"] + outputs
     width = shutil.get_terminal_size((100, 24)).columns if width is None else width
     cells = [[_cell(c) for c in columns]] + [[_cell(r.get(c, "")) for c in columns] for r in rows]
@@ -1031,6 +1041,9 @@ def summary_table(rows: list[dict[str, Any]], jobs: list[Job], outputs: list[str
     if shown < len(columns):
         lines.append(f"({len(columns) - shown} more column{'s' if len(columns) - shown > 1 else ''} in summary.csv: "
                      f"{', '.join(columns[shown:])})")
+    if same:
+        names = ", ".join(same[:8]) + (f", ... ({len(same) - 8} more)" if len(same) > 8 else "")
+        lines.append(f"({len(same)} column{'s' if len(same) > 1 else ''} equal in every run, in summary.csv only: {names})")
     return "\n".join(lines)
 
 
