@@ -5,6 +5,7 @@ import pytest
 from scipy import stats
 
 from dpbayes import audit as A
+from dpbayes.book import audit_book as AB
 from dpbayes import privacy_loss
 
 
@@ -301,7 +302,7 @@ def test_verdict_rules():
 )
 def test_every_book_mechanism_meets_its_claim_exactly(eps, n, K, n_theta, n_large):
     # (1.0, 50, 10, 101, 300) are the audit page's defaults
-    rows = A.audit_book_mechanisms(eps, np.random.default_rng(0), n=n, K=K, n_theta=n_theta, n_multi=n // 5, n_large=n_large,
+    rows = AB.audit_book_mechanisms(eps, np.random.default_rng(0), n=n, K=K, n_theta=n_theta, n_multi=n // 5, n_large=n_large,
                                    n_samples=0)
     missing = [(r.mechanism, r.note) for r in rows if r.verdict == "not yet available"]
     assert not missing, f"mechanisms the book uses are not auditable: {missing}"
@@ -326,7 +327,7 @@ def test_every_book_mechanism_meets_its_claim_exactly(eps, n, K, n_theta, n_larg
 
 @pytest.mark.slow
 def test_book_audit_with_statistics_finds_no_violation():
-    rows = A.audit_book_mechanisms(1.0, np.random.default_rng(1), n=20, K=8, n_theta=41, n_multi=5, n_large=40, n_samples=40_000)
+    rows = AB.audit_book_mechanisms(1.0, np.random.default_rng(1), n=20, K=8, n_theta=41, n_multi=5, n_large=40, n_samples=40_000)
     for r in rows:
         assert r.verdict in ("holds", "within eps here (no general claim)", "not eps-DP as calibrated"), r
         assert r.statistical_lower <= r.audited_eps + A.CLAIM_ATOL, r  # a valid lower bound sits below the exact loss
@@ -335,7 +336,7 @@ def test_book_audit_with_statistics_finds_no_violation():
 @pytest.mark.parametrize("eps", [0.05, 1.0, 3.0])
 def test_geometric_posterior_release_is_audited_with_loss_eps(eps):
     # Ch. 2's truncated geometric posterior release (and LSHist with rounding) spend exactly eps
-    rows = A.audit_book_mechanisms(eps, np.random.default_rng(0), n=12, K=4, n_theta=41, n_multi=0, n_large=0, n_samples=0)
+    rows = AB.audit_book_mechanisms(eps, np.random.default_rng(0), n=12, K=4, n_theta=41, n_multi=0, n_large=0, n_samples=0)
     by_name = {r.mechanism: r for r in rows}
     for name in ("Geometric", "LSHist-round"):
         r = by_name[name]
@@ -343,3 +344,15 @@ def test_geometric_posterior_release_is_audited_with_loss_eps(eps):
         assert r.claimed_eps == pytest.approx(eps, rel=1e-12)
         assert r.audited_eps == pytest.approx(eps, rel=1e-9), r
         assert r.verdict == "holds", r
+
+
+def test_the_book_audit_keeps_its_old_name():
+    """The book's adapter lives in dpbayes.book.audit_book; dpbayes.audit.audit_book_mechanisms (the
+    privacy-audit page's call) still finds it, and the science module imports nothing of the book."""
+    assert A.audit_book_mechanisms is AB.audit_book_mechanisms
+    from dpbayes.audit import audit_book_mechanisms
+
+    assert audit_book_mechanisms is AB.audit_book_mechanisms
+    assert "audit_book_mechanisms" not in A.__all__
+    with pytest.raises(AttributeError):
+        A.no_such_name  # noqa: B018
