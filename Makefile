@@ -25,6 +25,9 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	# diffprivlib's wheel ships a top-level package named `tests`, which would hide this repository's
+	# tests/ (nbval loads the plugin tests.nbval_numeric): remove that stray package
+	rm -rf $(VENV)/lib/python*/site-packages/tests
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	# kernels started from this venv (nbval, Jupyter Book) listen on 127.0.0.1 only: silence their
 	# TCP-without-encryption warning, as `python -m dpbayes run` does on its command line
