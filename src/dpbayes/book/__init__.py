@@ -7,7 +7,9 @@ Modules: :mod:`~dpbayes.book.params` (the parameters cell grammar), :mod:`~dpbay
 (constraints between a notebook's parameters), :mod:`~dpbayes.book.figures` (house style, stored
 figures and their comparison), :mod:`~dpbayes.book.formatting` (printed numbers),
 :mod:`~dpbayes.book.progress` (progress reports from notebook loops), :mod:`~dpbayes.book.cli` (the
-run / store-run / verify-run commands), :mod:`~dpbayes.book._io` (atomic writes) and
+run / store-run / verify-run commands, built from :mod:`~dpbayes.book.planning`,
+:mod:`~dpbayes.book.execution` and :mod:`~dpbayes.book.storing`), :mod:`~dpbayes.book.audit_book`
+(the privacy audit of every mechanism the book uses), :mod:`~dpbayes.book._io` (atomic writes) and
 :mod:`~dpbayes.book.sphinx_ext` (the Sphinx extension: verdict dashboard, parameter tables, offline
 MathJax).
 """
