@@ -168,17 +168,29 @@ def _log_ndtr(x: FloatArray) -> FloatArray:
     With ``E = erfcx(|x|/sqrt 2)``: ``Phi(x) = E exp(-x^2/2)/2`` for ``x < 0`` and
     ``1 - E exp(-x^2/2)/2`` for ``x >= 0``; both branches are accurate to rounding.
     """
+    x = np.asarray(x, dtype=float)
     e = special.erfcx(np.abs(x) / _SQRT2)
     half_sq = 0.5 * x * x
+    out = np.empty(np.shape(x))
+    neg = x < 0
+    pos = ~neg  # NaN goes here, as with np.where(x < 0, ...)
+    # each branch only where it applies (elementwise ufuncs: the same bits as computing it everywhere)
+    out[neg] = np.log(0.5 * e[neg]) - half_sq[neg]
     with np.errstate(over="ignore"):
-        return np.where(x < 0, np.log(0.5 * e) - half_sq, np.log1p(-0.5 * e * np.exp(-half_sq)))
+        out[pos] = np.log1p(-0.5 * e[pos] * np.exp(-half_sq[pos]))
+    return out
 
 
 def _log1mexp(x: FloatArray) -> FloatArray:
     """``log(1 - exp(x))`` for ``x <= 0`` (Maechler's two-branch recipe); ``-inf`` at ``x = 0``."""
     x = np.minimum(np.asarray(x, dtype=float), 0.0)
+    out = np.empty(np.shape(x))
+    near = x > -np.log(2.0)
+    far = ~near
     with np.errstate(divide="ignore"):
-        return np.where(x > -np.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+        out[near] = np.log(-np.expm1(x[near]))
+        out[far] = np.log1p(-np.exp(x[far]))
+    return out
 
 
 def _log_tilted_normal_mass(lo: FloatArray, hi: FloatArray, d: FloatArray, z: FloatArray) -> FloatArray:
@@ -199,15 +211,33 @@ def _log_tilted_normal_mass(lo: FloatArray, hi: FloatArray, d: FloatArray, z: Fl
     * ``w_lo < 0 < w_hi``: ``Phi(w_hi) - Phi(w_lo) = (erf(w_hi/sqrt 2) + erf(-w_lo/sqrt 2))/2``,
       a sum of positive terms, times ``exp(z (z/2 - d))`` (here ``d >= hi > z``).
     """
+    lo, hi, d, z = np.broadcast_arrays(lo, hi, d, z)
     w_lo = lo - z
     w_hi = hi - z
-    log_e_lo = np.log(special.erfcx(np.abs(w_lo) / _SQRT2))
-    log_e_hi = np.log(special.erfcx(np.abs(w_hi) / _SQRT2))
-    spread = 0.5 * (hi - lo) * (hi + lo - 2.0 * z)
-    lower = log_e_hi - np.log(2.0) - 0.5 * hi * hi - z * (d - hi) + _log1mexp(log_e_lo - log_e_hi + spread)
-    upper = log_e_lo - np.log(2.0) - 0.5 * lo * lo - z * (d - lo) + _log1mexp(log_e_hi - log_e_lo - spread)
-    straddle = np.log(0.5 * (special.erf(w_hi / _SQRT2) - special.erf(w_lo / _SQRT2))) + z * (0.5 * z - d)
-    return np.where(w_hi <= 0, lower, np.where(w_lo >= 0, upper, straddle))
+    out = np.empty(w_lo.shape)
+    # Each case is computed only where it applies (the same elementwise operations as evaluating
+    # all three everywhere and selecting with np.where, so the same bits, in a fraction of the time).
+    in_lower = w_hi <= 0
+    in_upper = ~in_lower & (w_lo >= 0)
+    in_straddle = ~(in_lower | in_upper)  # also NaN, as np.where's last branch
+    for mask, is_lower in ((in_lower, True), (in_upper, False)):
+        lo_m, hi_m, d_m, z_m = lo[mask], hi[mask], d[mask], z[mask]
+        log_e_lo = np.log(special.erfcx(np.abs(w_lo[mask]) / _SQRT2))
+        log_e_hi = np.log(special.erfcx(np.abs(w_hi[mask]) / _SQRT2))
+        spread = 0.5 * (hi_m - lo_m) * (hi_m + lo_m - 2.0 * z_m)
+        if is_lower:
+            out[mask] = (
+                log_e_hi - np.log(2.0) - 0.5 * hi_m * hi_m - z_m * (d_m - hi_m) + _log1mexp(log_e_lo - log_e_hi + spread)
+            )
+        else:
+            out[mask] = (
+                log_e_lo - np.log(2.0) - 0.5 * lo_m * lo_m - z_m * (d_m - lo_m) + _log1mexp(log_e_hi - log_e_lo - spread)
+            )
+    w_lo_s, w_hi_s, d_s, z_s = w_lo[in_straddle], w_hi[in_straddle], d[in_straddle], z[in_straddle]
+    out[in_straddle] = (
+        np.log(0.5 * (special.erf(w_hi_s / _SQRT2) - special.erf(w_lo_s / _SQRT2))) + z_s * (0.5 * z_s - d_s)
+    )
+    return out
 
 
 def loglik_privatised_normal(
