@@ -20,7 +20,7 @@ count; LBaPP: Laplace noise on the posterior mean, sensitivity ``1/(n + a + b)``
 ``bias(c) = E[est - c/n | c]`` and ``msd(c) = E[(est - c/n)^2 | c]``, for every ``c = 0..n``,
 
 computed exactly: closed forms for the noisy count itself (raw, clamped, rounded), sums against the
-truncated geometric law in ``O(n)`` (:func:`dpbayes.ubapp.geometric_kernel_sums`) for the Bayes
+truncated geometric law in ``O(n)`` (:func:`dpbayes.geometric.geometric_kernel_sums`) for the Bayes
 remaps, and Gauss-Legendre quadrature on unit intervals against the Laplace kernel (two first-order
 recursions per node) for the Laplace + posterior mean estimator, whose estimate is smooth between
 integers. Every risk of squared loss follows from the two moments (:func:`count_risk`,
@@ -43,7 +43,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize, special, stats
 
-from dpbayes.ubapp import _geometric_row_factors, _log_space_mean_offset, betabinom_logpmf, geometric_kernel_sums
+from dpbayes.geometric import geometric_kernel_sums, geometric_row_factors
+from dpbayes.ubapp import _log_space_mean_offset, betabinom_logpmf
 from dpbayes.validation import check_choice, check_int, check_positive
 
 __all__ = [
@@ -248,11 +249,11 @@ def _lbapp_clipped(pb: _Problem) -> tuple[FloatArray, FloatArray]:
 def _geometric_expectations(f: FloatArray, eps: float, moments: int) -> tuple[FloatArray, ...]:
     """``sum_z P(z | c) f(z) (z - c)^r`` for every count ``c`` and ``r = 0..moments``, truncated geometric law.
 
-    ``P(z | c) = k[z] a^|z - c|`` (``k`` the row factors of :func:`dpbayes.ubapp._geometric_row_factors`), so
+    ``P(z | c) = k[z] a^|z - c|`` (``k`` the row factors of :func:`dpbayes.geometric.geometric_row_factors`), so
     the sum over outputs is the kernel sum of ``k f`` read at ``c`` without the factor of the output row.
     """
     n = f.size - 1
-    k = _geometric_row_factors(n, eps)
+    k = geometric_row_factors(n, eps)
     sums = geometric_kernel_sums(k * f, eps, moments)
     return tuple(s / k for s in sums)
 

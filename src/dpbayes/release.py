@@ -52,10 +52,10 @@ from scipy import special
 
 from dpbayes import counting, estimator_choice
 from dpbayes._extras import lazy_module, require
+from dpbayes.geometric import geometric_kernel_sums, geometric_row_factors, truncated_geometric_logmatrix
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import (
-    _geometric_row_factors, _log_poch, _log_space_mean_offset, beta_posterior_mean_remap, beta_prior_on_grid,
-    betabinom_logpmf, geometric_kernel_sums, truncated_geometric_logmatrix, ubapp_exact,
+    _log_poch, _log_space_mean_offset, beta_posterior_mean_remap, beta_prior_on_grid, betabinom_logpmf, ubapp_exact,
 )
 from dpbayes.validation import (
     check_choice, check_distribution, check_grid, check_int, check_positive,
@@ -477,7 +477,7 @@ def _window_median_rows(
     """Median and ``sum_y P(z, y) E|theta - m_z| / exp(max log w)`` for the ``z`` in ``rows``, window sums."""
     y_all = np.arange(n + 1, dtype=float)
     alpha_all, beta_all = a + y_all, b + n - y_all
-    log_c = np.log(_geometric_row_factors(n, eps))
+    log_c = np.log(geometric_row_factors(n, eps))
     estimates = np.empty(rows.size)
     risk_z = np.empty(rows.size)
     i0 = 0
@@ -692,7 +692,7 @@ def _median_by_levels(
     N = n + a + b
     hu = _LEVEL_STEP / (2.0 * np.sqrt(N))
     J = int(np.floor(0.5 * np.pi / hu))
-    c_row = _geometric_row_factors(n, eps)
+    c_row = geometric_row_factors(n, eps)
     fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
     estimates = np.full(n + 1, np.nan)
     risk_z = np.full(n + 1, np.nan)
@@ -862,7 +862,7 @@ class OptimalProportionRelease:
     ``theta`` is ``Beta(a, b)`` or a distribution on a grid. The release is
 
     1. ``z = clamp(c + G, 0, n)`` with ``G`` OpenDP's two-sided geometric noise of scale ``1/eps``
-       (the truncated geometric mechanism, :func:`dpbayes.ubapp.truncated_geometric_logmatrix`);
+       (the truncated geometric mechanism, :func:`dpbayes.geometric.truncated_geometric_logmatrix`);
     2. ``estimate = remap[z]``, the estimate of least posterior expected loss given ``z``
        (chapter 1's exact solver, :func:`dpbayes.ubapp.ubapp_exact`).
 
