@@ -200,3 +200,87 @@ def test_smc_latent_rejects_a_bad_init(bad) -> None:
     with pytest.raises(ValueError, match="init"):
         smc.smc_latent(np.array([1.0, 2.0]), 1.0, np.random.default_rng(0), n_particles=10, fixed_interval=(0.0, 3.0),
                        init=bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# compiled kernel (optional extra "fast") against the NumPy reference path
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(params=["compiled", "numpy"])
+def sweep_path(request):
+    """Run a test once with the compiled kernels and once on the forced NumPy fallback."""
+    from dpbayes import _smc_kernels
+
+    if request.param == "compiled" and not _smc_kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed (optional extra 'fast')")
+    previous = _smc_kernels.use_compiled(request.param == "compiled")
+    assert _smc_kernels.compiled_enabled() == (request.param == "compiled")
+    yield request.param
+    _smc_kernels.use_compiled(previous)
+
+
+def _latent_fields(res):
+    return {k: v for k, v in vars(res).items()}
+
+
+@pytest.mark.parametrize("design", [dict(fixed_interval=INTERVAL), dict(ab=(-1.5, 1.5)), dict(ab=(-1.0, 2.0), init="author")])
+def test_latent_compiled_and_numpy_paths_give_the_same_bits(small_problem, design):
+    from dpbayes import _smc_kernels
+
+    if not _smc_kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed (optional extra 'fast')")
+    x = small_problem[0]
+    out = {}
+    previous = _smc_kernels.compiled_enabled()
+    try:
+        for flag in (True, False):
+            _smc_kernels.use_compiled(flag)
+            out[flag] = _latent_fields(smc.smc_latent(x, EPS, np.random.default_rng(11), n_particles=64, **design))
+    finally:
+        _smc_kernels.use_compiled(previous)
+    assert out[True].keys() == out[False].keys()
+    for key, value in out[False].items():
+        other = out[True][key]
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, other, equal_nan=True), key
+        else:
+            assert value == other, key
+    # the comparison can fail: the run is random and moved (not a copy of the initial particles)
+    assert out[False]["acceptance"] > 0 and np.unique(out[False]["final_mu"]).size > 1
+
+
+def test_latent_sweep_kernel_matches_numpy_reference_directly():
+    from dpbayes import _smc_kernels
+
+    rng = np.random.default_rng(21)
+    N, t = 40, 25
+    mu = 50.0 + rng.standard_normal(N)
+    sigma2 = 10.0 * rng.random(N) + 1.0
+    lo, hi = np.full(t, 45.0), np.full(t, 55.0)
+    yy = 50.0 + 10.0 * rng.standard_normal(t)
+    sl = np.full(t, 0.5)
+    cur = 50.0 + 3.0 * rng.standard_normal((N, t))
+    cur_lap = -sl * np.abs(yy - np.clip(cur, lo, hi))
+    ref_cur, ref_lap = cur.copy(), cur_lap.copy()
+    acc_ref = smc._latent_mh_sweep_numpy(
+        ref_cur, ref_lap, mu[:, None], np.sqrt(sigma2)[:, None], sigma2, lo, hi, yy, sl, 3.0, np.random.default_rng(9)
+    )
+    draw = np.random.default_rng(9)
+    z1, lu1 = draw.standard_normal((N, t)), np.log(draw.random((N, t)))
+    z2, lu2 = draw.standard_normal((N, t)), np.log(draw.random((N, t)))
+    kernels = [_smc_kernels._latent_mh_sweep_py]
+    if _smc_kernels.HAVE_NUMBA:
+        kernels.append(_smc_kernels.latent_mh_sweep)
+    for kernel in kernels:
+        c, lap = cur.copy(), cur_lap.copy()
+        acc = kernel(c, lap, z1, lu1, z2, lu2, mu, np.sqrt(sigma2), sigma2, lo, hi, yy, sl, 3.0)
+        assert acc == acc_ref
+        assert np.array_equal(c, ref_cur) and np.array_equal(lap, ref_lap)
+    assert 0 < acc_ref < 2 * N * t and not np.array_equal(ref_cur, cur)
+
+
+def test_latent_posterior_on_either_path_matches_quadrature(small_problem, sweep_path):
+    x, noise, _, grid = small_problem
+    mean, se = _run_means(smc.smc_latent, x, noise, 3, n_particles=1000)
+    target = np.array([grid.mean_mu, grid.mean_sigma])
+    sd = np.array([grid.sd_mu, grid.sd_sigma])
+    assert np.all(np.abs(mean - target) < 0.15 * sd), (sweep_path, mean, target, sd)

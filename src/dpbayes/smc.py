@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln, logsumexp
 
-from dpbayes import truncation
+from dpbayes import _smc_kernels, truncation
 from dpbayes.validation import check_in_range, check_int, check_positive, check_rng
 
 __all__ = [
@@ -251,6 +251,50 @@ def _interval_from_particle(mu: float, sigma: float, ab: tuple[float, float]) ->
     return mu + ab[0] * sigma, mu + ab[1] * sigma
 
 
+def _latent_mh_sweep_numpy(
+    cur: NDArray[np.float64],
+    cur_lap: NDArray[np.float64],
+    mc: NDArray[np.float64],
+    sd: NDArray[np.float64],
+    sigma2: NDArray[np.float64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+    yy: NDArray[np.float64],
+    sl: NDArray[np.float64],
+    rw_scale: float,
+    rng: np.random.Generator,
+) -> int:
+    """NumPy reference of :func:`smc_latent`'s two MH moves on every latent ``x``, in place.
+
+    Draws ``standard_normal((N, t))``, ``random((N, t))``, ``standard_normal((N, t))`` and
+    ``random((N, t))`` from ``rng`` in that order; :func:`dpbayes._smc_kernels.latent_mh_sweep`
+    is the compiled version fed with the same draws. ``mc`` and ``sd`` have shape ``(N, 1)``.
+
+    Returns
+    -------
+    int
+        Number of accepted proposals.
+    """
+    N, t = cur.shape
+    accepted = 0
+    # (i) random-walk MH on every x_k
+    prop = cur + (rw_scale * sd) * rng.standard_normal((N, t))
+    prop_lap = -sl * np.abs(yy - np.clip(prop, lo, hi))
+    log_ratio = ((cur - mc) ** 2 - (prop - mc) ** 2) / (2.0 * sigma2[:, None]) + prop_lap - cur_lap
+    acc = np.log(rng.random((N, t))) < log_ratio
+    np.copyto(cur, prop, where=acc)
+    np.copyto(cur_lap, prop_lap, where=acc)
+    accepted += int(acc.sum())
+    # (ii) independence MH from N(mu, sigma^2): prior and proposal cancel
+    prop = mc + sd * rng.standard_normal((N, t))
+    prop_lap = -sl * np.abs(yy - np.clip(prop, lo, hi))
+    acc = np.log(rng.random((N, t))) < prop_lap - cur_lap
+    np.copyto(cur, prop, where=acc)
+    np.copyto(cur_lap, prop_lap, where=acc)
+    accepted += int(acc.sum())
+    return accepted
+
+
 def smc_latent(
     x: ArrayLike,
     eps: float,
@@ -347,6 +391,9 @@ def smc_latent(
     accepted = 0
     proposed = 0
     n_sweeps = 0
+    compiled = _smc_kernels.compiled_enabled()
+    # the sweep's random draws (two normal and two uniform N x t arrays), reused across steps
+    draws = np.empty((4, N * max(n - 1, 1))) if compiled else np.empty((4, 0))
 
     for t in range(n):
         # Resampling (Algorithm 2), systematic as in the author's code.
@@ -380,21 +427,17 @@ def smc_latent(
             cur = latent[:, :t]
             cur_lap = loglap[:, :t]
             lo, hi, yy, sl = lower[:t], upper[:t], y[:t], slope[:t]
-            # (i) random-walk MH on every x_k
-            prop = cur + (rw_scale * sd) * rng.standard_normal((N, t))
-            prop_lap = -sl * np.abs(yy - np.clip(prop, lo, hi))
-            log_ratio = ((cur - mc) ** 2 - (prop - mc) ** 2) / (2.0 * sigma2[:, None]) + prop_lap - cur_lap
-            acc = np.log(rng.random((N, t))) < log_ratio
-            np.copyto(cur, prop, where=acc)
-            np.copyto(cur_lap, prop_lap, where=acc)
-            accepted += int(acc.sum())
-            # (ii) independence MH from N(mu, sigma^2): prior and proposal cancel
-            prop = mc + sd * rng.standard_normal((N, t))
-            prop_lap = -sl * np.abs(yy - np.clip(prop, lo, hi))
-            acc = np.log(rng.random((N, t))) < prop_lap - cur_lap
-            np.copyto(cur, prop, where=acc)
-            np.copyto(cur_lap, prop_lap, where=acc)
-            accepted += int(acc.sum())
+            if compiled:
+                # The same Generator calls in the same order as below; the kernel fuses both moves.
+                z_rw = rng.standard_normal(out=draws[0, : N * t].reshape(N, t))
+                logu_rw = np.log(rng.random(out=draws[1, : N * t].reshape(N, t)), out=draws[1, : N * t].reshape(N, t))
+                z_ind = rng.standard_normal(out=draws[2, : N * t].reshape(N, t))
+                logu_ind = np.log(rng.random(out=draws[3, : N * t].reshape(N, t)), out=draws[3, : N * t].reshape(N, t))
+                accepted += _smc_kernels.latent_mh_sweep(
+                    cur, cur_lap, z_rw, logu_rw, z_ind, logu_ind, mu, np.sqrt(sigma2), sigma2, lo, hi, yy, sl, float(rw_scale)
+                )
+            else:
+                accepted += _latent_mh_sweep_numpy(cur, cur_lap, mc, sd, sigma2, lo, hi, yy, sl, rw_scale, rng)
             proposed += 2 * N * t
             # (iii) Gibbs: mu | x, sigma^2 (normal), then sigma^2 | x, mu (inverse gamma)
             prec = 1.0 / prior.mu_var + t / sigma2
