@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpbayes import counting_risk, estimator_choice as ec, lbapp
+from dpbayes import counting, counting_risk, estimator_choice as ec, lbapp
 from dpbayes.ubapp import beta_posterior_mean_remap, chain_neighbours, privacy_loss, truncated_geometric_logmatrix
 
 
@@ -196,3 +196,57 @@ def test_interior_ratios_are_the_closed_forms(eps):
         assert bayes == pytest.approx(ec.interior_ratio("laplace", eps), rel=1e-4)
     else:  # it snaps towards integers: part of the cost comes back, not all
         assert 1.0 < bayes < 0.95 * ec.interior_ratio("laplace", eps)
+
+
+# ---------------------------------------------------------------- absolute loss
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.7, 3.0])
+@pytest.mark.parametrize("n", [1, 9, 40])
+def test_absolute_closed_forms_match_the_laws(n, eps):
+    c = np.arange(n + 1)
+    err = np.abs(c[:, None] - c[None, :]) / n  # |z - c| / n, law[z, c]
+    law = np.exp(truncated_geometric_logmatrix(n, eps))
+    np.testing.assert_allclose(ec.candidate_abs_risk("geometric", n, eps), (law * err).sum(axis=0), rtol=1e-11, atol=1e-15)
+    np.testing.assert_allclose(ec.candidate_abs_risk("laplace-rounded", n, eps),
+                               (rounded_laplace_law(n, eps) * err).sum(axis=0), rtol=1e-9, atol=1e-14)
+    got = ec.candidate_abs_risk("laplace-clamped", n, eps)
+    for cc in (0, n // 2, n):
+        f = lambda x: abs(np.clip(x, 0, n) - cc) / n * stats.laplace.pdf(x, cc, 1 / eps)  # noqa: E731
+        ref = integrate.quad(f, cc - 80 / eps, cc + 80 / eps, points=[0.0, float(n), float(cc)], limit=200, epsabs=1e-15)[0]
+        assert got[cc] == pytest.approx(ref, rel=1e-8, abs=1e-14)
+
+
+@pytest.mark.parametrize("prior", [(1.0, 1.0), (2.0, 3.0), ec.CountPrior.binomial(0.3)])
+@pytest.mark.parametrize("eps", [0.1, 1.0, 5.0])
+def test_geometric_remaps_under_absolute_loss_by_the_dense_law(prior, eps):
+    n = 35
+    pr = ec._as_prior(prior)
+    law = np.exp(truncated_geometric_logmatrix(n, eps))  # law[z, c]
+    post = law * pr.weights(n)[None, :]
+    post /= post.sum(axis=1, keepdims=True)
+    c = np.arange(n + 1)
+    for name, est in (("geometric-median", np.array([np.searchsorted(np.cumsum(row), 0.5 - 1e-12) for row in post])),
+                      ("geometric-bayes", post @ c)):
+        ref = (law * np.abs(est[:, None] - c[None, :])).sum(axis=0) / n
+        np.testing.assert_allclose(ec.candidate_abs_risk(name, n, eps, prior), ref, rtol=1e-9, atol=1e-14)
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0])
+def test_absolute_bayes_risks_agree_with_chapter_4(eps):
+    """Known p: the Bayes MAE of chapter 4's estimators by its own exact metrics (counting.mean_abs_error)."""
+    n, p = 100, 0.3
+    cmp = ec.compare_estimators(n, eps, prior=ec.CountPrior.binomial(p), loss="absolute")
+    risk = dict(zip(cmp.names, cmp.bayes_risk * n))
+    assert risk["laplace-median"] == pytest.approx(counting.mean_abs_error("median", n, p, eps), rel=1e-7)
+    assert risk["laplace-bayes"] == pytest.approx(counting.mean_abs_error("mean", n, p, eps), rel=1e-7)
+    assert risk["geometric-median"] == pytest.approx(counting.geometric_mean_abs_error("median", n, p, eps), rel=1e-9)
+    assert cmp.best == "geometric-median"  # the LP optimum for absolute error (chapter 4)
+
+
+def test_absolute_loss_needs_the_proportion():
+    with pytest.raises(ValueError, match="absolute"):
+        ec.compare_estimators(10, 1.0, estimand="theta", loss="absolute")
+    with pytest.raises(ValueError, match="loss"):
+        ec.compare_estimators(10, 1.0, loss="hinge")
+    assert "lbapp-clipped" in ec.compare_estimators(10, 1.0, loss="absolute").skipped

@@ -24,7 +24,10 @@ truncated geometric law in ``O(n)`` (:func:`dpbayes.geometric.geometric_kernel_s
 remaps, and Gauss-Legendre quadrature on unit intervals against the Laplace kernel (two first-order
 recursions per node) for the Laplace + posterior mean estimator, whose estimate is smooth between
 integers. Every risk of squared loss follows from the two moments (:func:`count_risk`,
-:func:`theta_risk`, :func:`bayes_risk`), and :func:`compare_estimators` tabulates them.
+:func:`theta_risk`, :func:`bayes_risk`). For absolute error about ``c / n`` each candidate has its own
+exact per-count risk (:func:`candidate_abs_risk`: closed forms, partial sums against the geometric law
+for the posterior mean and median, chapter 4's integrator for the Laplace count). :func:`compare_estimators`
+tabulates either loss.
 
 Beyond the book's sources: the Bayes remap of the truncated geometric mechanism is the optimum of
 the linear program over all eps-DP estimators for the prior-averaged risk (Ghosh, Roughgarden &
@@ -55,6 +58,9 @@ __all__ = [
     "Candidate",
     "CANDIDATES",
     "candidate_moments",
+    "candidate_abs_risk",
+    "LOSSES",
+    "LAPLACE_ABS_MAX_N",
     "count_risk",
     "theta_risk",
     "worst_theta_risk",
@@ -68,6 +74,8 @@ __all__ = [
 
 #: The two estimands: the data set's proportion ``c / n`` and the population parameter ``theta``.
 ESTIMANDS = ("proportion", "theta")
+#: The losses of :func:`compare_estimators`: squared error (both estimands) and absolute error (the proportion).
+LOSSES = ("squared", "absolute")
 #: Largest ``n`` (memory: a few arrays of ``n + 1`` floats per candidate).
 MAX_N = 10**7
 #: Largest ``n`` of the Laplace + posterior-mean candidate (its quadrature costs ``O(n max(1, eps))``
@@ -404,6 +412,131 @@ def _remap_target_offset_y(pb: _Problem, count_mean: FloatArray, y: FloatArray) 
 
 
 # --------------------------------------------------------------------------------------------
+# Absolute error about the data set's proportion
+# --------------------------------------------------------------------------------------------
+
+#: Largest ``n`` of the Laplace + posterior median / mean candidates under absolute loss (chapter 4's
+#: integrator, :func:`dpbayes.counting_risk.fixed_count_risk`, about 2 s at ``n = 1000``, ``eps = 0.1``).
+LAPLACE_ABS_MAX_N = 2000
+
+
+def _clamped_noise_abs(eps: float, n: int, kind: str) -> FloatArray:
+    """``E|clip(c + N, 0, n) - c|`` for every ``c``: ``N`` Laplace (``kind="laplace"``), rounded Laplace or geometric.
+
+    Laplace: ``(b/2)(1 - e^(-c/b)) + (b/2)(1 - e^(-(n - c)/b))`` (``int_0^t P(L > x) dx`` per side, ``b = 1/eps``).
+    Integer noise with ``P(N >= k) = beta a^k``: ``beta (H(c) + H(n - c))``, ``H(t) = sum_(k=1..t) a^k =
+    a (1 - a^t) / (1 - a)`` (written with ``expm1``).
+    """
+    c = np.arange(n + 1, dtype=float)
+    if kind == "laplace":
+        b = 1.0 / eps
+        return 0.5 * b * (-np.expm1(-c / b) - np.expm1(-(n - c) / b))
+    log_beta = eps / 2.0 - np.log(2.0) if kind == "rounded" else -float(np.log1p(np.exp(-eps)))
+    a = float(np.exp(-eps))
+
+    def H(t: FloatArray) -> FloatArray:
+        return a * -np.expm1(-eps * t) / -np.expm1(-eps)
+
+    return np.exp(log_beta) * (H(c) + H(n - c))
+
+
+def _geometric_abs_risk(estimate_count: FloatArray, eps: float) -> FloatArray:
+    """``E|E_Z - c|`` for every true count ``c``: the truncated geometric law and a nondecreasing remap ``E_z``.
+
+    With ``P(z | c) = k_z a^|z - c|`` and ``s(c)`` the first ``z`` with ``E_z >= c``, the error is the signed
+    mean ``sum_z P(z | c)(E_z - c)`` plus twice the negative part ``sum_(z < s(c)) P(z | c)(c - E_z)``; the partial
+    sums come from two first-order recursions (inclusive from the left, ``A_f(m) = sum_(z <= m) a^(m - z) k_z f_z``,
+    and from the right, ``B_f(m) = sum_(z >= m) a^(z - m) k_z f_z``), ``O(n)`` after the ``O(n log n)`` search.
+    """
+    from scipy.signal import lfilter
+
+    E = np.asarray(estimate_count, dtype=float)
+    n = E.size - 1
+    if np.any(np.diff(E) < -1e-9 * max(1.0, float(np.max(np.abs(E))))):
+        raise ValueError("the remap must be nondecreasing in the noisy count")
+    a = float(np.exp(-eps))
+    k = geometric_row_factors(n, eps)
+    c = np.arange(n + 1)
+    cf = c.astype(float)
+    s = np.searchsorted(E, cf - 1e-12 * np.maximum(1.0, cf), side="left")  # first z with E_z >= c
+    den = [1.0, -a]
+    out = np.zeros(n + 1)
+    signed = np.zeros(n + 1)
+    for power, f in ((0, k), (1, k * E)):
+        A = lfilter([1.0], den, f)
+        B = np.concatenate((lfilter([1.0], den, f[::-1])[::-1], [0.0]))  # B[n + 1] = 0
+        total = A + a * B[1:]  # sum_z a^|z - c| k_z f_z
+        # sum_(z < s(c)) a^|z - c| k_z f_z
+        below = np.zeros(n + 1)
+        left = (s >= 1) & (s <= c)
+        with np.errstate(under="ignore"):
+            below[left] = np.exp(-eps * (cf[left] - (s[left] - 1))) * A[s[left] - 1]
+        right = s > c
+        sr = s[right]
+        with np.errstate(under="ignore"):
+            below[right] = A[c[right]] + a * (B[c[right] + 1] - np.exp(-eps * (sr - 1 - cf[right])) * B[sr])
+        if power == 0:
+            out += cf * below
+            signed -= cf * total
+        else:
+            out -= below
+            signed += total
+    return np.maximum(signed + 2.0 * out, 0.0)
+
+
+def _geometric_remap_count(pb: _Problem, statistic: str) -> FloatArray:
+    """The posterior mean or median of the count given each noisy count ``z`` of the truncated geometric law.
+
+    Given ``z`` the likelihood is proportional to ``a^|z - c|`` (the row factor does not depend on ``c``), the
+    same form as chapter 4's Laplace kernel at ``y = z``, so :class:`dpbayes.counting_risk.PriorPosterior`
+    (cumulative sums in log space) gives both without underflow.
+    """
+    from dpbayes.counting_risk import PriorPosterior
+
+    post = PriorPosterior(pb.prior.log_weights(pb.n), pb.eps)
+    z = np.arange(pb.n + 1, dtype=float)
+    return post.mean(z) if statistic == "mean" else post.median(z)
+
+
+def _abs_closed(kind: str) -> Callable[[_Problem], FloatArray]:
+    return lambda pb: _clamped_noise_abs(pb.eps, pb.n, kind) / pb.n
+
+
+def _laplace_raw_abs(pb: _Problem) -> FloatArray:
+    return np.full(pb.n + 1, 1.0 / (pb.n * pb.eps))
+
+
+def _geometric_bayes_abs(statistic: str) -> Callable[[_Problem], FloatArray]:
+    def risk(pb: _Problem) -> FloatArray:
+        return _geometric_abs_risk(_geometric_remap_count(pb, statistic), pb.eps) / pb.n
+    return risk
+
+
+def _laplace_bayes_abs(statistic: str) -> Callable[[_Problem], FloatArray]:
+    def risk(pb: _Problem) -> FloatArray:
+        from dpbayes.counting_risk import fixed_count_risk
+
+        if pb.n > LAPLACE_ABS_MAX_N:
+            raise ValueError(f"Laplace + posterior {statistic} under absolute loss is computed for n <= {LAPLACE_ABS_MAX_N}, got n = {pb.n}")
+        pr = pb.prior
+        kw: dict[str, Any] = ({"prior": "binomial"} if pr.kind == "binomial"
+                              else {"prior": "beta-binomial", "concentration": pr.a + pr.b})
+        p = pr.p if pr.kind == "binomial" else pr.a / (pr.a + pr.b)
+        return fixed_count_risk(np.arange(pb.n + 1), statistic, pb.n, p, pb.eps, "abs", **kw) / pb.n
+    return risk
+
+
+def _geometric_median(pb: _Problem) -> tuple[FloatArray, FloatArray]:
+    """Truncated geometric noise, then the posterior median of the count, ``/ n`` (the Bayes rule for absolute error)."""
+    n = pb.n
+    d = _geometric_remap_count(pb, "median") / n - np.arange(n + 1) / n
+    s0, s1, s2 = _geometric_expectations(np.ones(n + 1), pb.eps, 2)
+    d0, d1 = _geometric_expectations(d, pb.eps, 1)
+    dd = _geometric_expectations(d * d, pb.eps, 0)[0]
+    return d0 + s1 / n, np.maximum(dd + 2.0 * d1 / n + s2 / float(n) ** 2, 0.0)
+
+
+# --------------------------------------------------------------------------------------------
 # The registry
 # --------------------------------------------------------------------------------------------
 
@@ -422,18 +555,25 @@ class Candidate:
         Noise on the count (``"none"``: the non-private reference).
     uses_prior : bool
         Whether the post-processing uses the analyst's prior.
-    moments : callable
-        ``problem -> (bias, msd)``: ``E[est - c/n | c]`` and ``E[(est - c/n)^2 | c]`` for ``c = 0..n``.
+    moments : callable or None
+        ``problem -> (bias, msd)``: ``E[est - c/n | c]`` and ``E[(est - c/n)^2 | c]`` for ``c = 0..n``
+        (``None``: not available for squared loss).
     max_n : int
         Largest ``n`` for which the moments are computed.
+    abs_risk : callable or None
+        ``problem -> E[|est - c/n| | c]`` for ``c = 0..n`` (absolute loss, the data set's proportion).
+    abs_max_n : int
+        Largest ``n`` for which ``abs_risk`` is computed.
     """
 
     name: str
     label: str
     mechanism: str
     uses_prior: bool
-    moments: Callable[[_Problem], tuple[FloatArray, FloatArray]] = field(repr=False)
+    moments: Callable[[_Problem], tuple[FloatArray, FloatArray]] | None = field(repr=False)
     max_n: int = MAX_N
+    abs_risk: Callable[[_Problem], FloatArray] | None = field(default=None, repr=False)
+    abs_max_n: int = MAX_N
 
     @property
     def reference(self) -> bool:
@@ -450,14 +590,22 @@ def _register(candidate: Candidate) -> None:
 
 
 for _c in (
-    Candidate("no-privacy", "no privacy (reference)", "none", False, _no_privacy),
-    Candidate("laplace", "Laplace count / n", "laplace", False, _laplace_raw),
-    Candidate("laplace-clamped", "Laplace count clamped to [0, n], / n", "laplace", False, _laplace_clamped),
-    Candidate("laplace-rounded", "Laplace count clamped and rounded, / n", "laplace", False, _laplace_rounded),
-    Candidate("geometric", "geometric count / n", "geometric", False, _geometric_raw),
-    Candidate("geometric-bayes", "geometric count + posterior mean", "geometric", True, _geometric_bayes),
+    Candidate("no-privacy", "no privacy (reference)", "none", False, _no_privacy, abs_risk=lambda pb: np.zeros(pb.n + 1)),
+    Candidate("laplace", "Laplace count / n", "laplace", False, _laplace_raw, abs_risk=_laplace_raw_abs),
+    Candidate("laplace-clamped", "Laplace count clamped to [0, n], / n", "laplace", False, _laplace_clamped,
+              abs_risk=_abs_closed("laplace")),
+    Candidate("laplace-rounded", "Laplace count clamped and rounded, / n", "laplace", False, _laplace_rounded,
+              abs_risk=_abs_closed("rounded")),
+    Candidate("geometric", "geometric count / n", "geometric", False, _geometric_raw, abs_risk=_abs_closed("geometric")),
+    Candidate("geometric-bayes", "geometric count + posterior mean", "geometric", True, _geometric_bayes,
+              abs_risk=_geometric_bayes_abs("mean")),
+    Candidate("geometric-median", "geometric count + posterior median", "geometric", True, _geometric_median,
+              abs_risk=_geometric_bayes_abs("median")),
     Candidate("geometric-bayes-theta", "geometric count + posterior mean of theta", "geometric", True, _geometric_bayes_theta),
-    Candidate("laplace-bayes", "Laplace count + posterior mean", "laplace", True, _laplace_bayes, LAPLACE_BAYES_MAX_N),
+    Candidate("laplace-bayes", "Laplace count + posterior mean", "laplace", True, _laplace_bayes, LAPLACE_BAYES_MAX_N,
+              abs_risk=_laplace_bayes_abs("mean"), abs_max_n=LAPLACE_ABS_MAX_N),
+    Candidate("laplace-median", "Laplace count + posterior median", "laplace", True, None, 0,
+              abs_risk=_laplace_bayes_abs("median"), abs_max_n=LAPLACE_ABS_MAX_N),
     Candidate("lbapp-clipped", "clipped LBaPP (Laplace on the posterior mean)", "laplace", True, _lbapp_clipped),
 ):
     _register(_c)
@@ -496,9 +644,24 @@ def candidate_moments(name: str, n: int, eps: float, prior: Any = (1.0, 1.0), es
     name = check_choice("name", name, tuple(CANDIDATES))
     pb = _problem(n, eps, prior, estimand)
     cand = CANDIDATES[name]
-    if pb.n > cand.max_n:
-        raise ValueError(f"candidate {name} is computed for n <= {cand.max_n}, got n = {pb.n}")
+    if cand.moments is None or pb.n > cand.max_n:
+        raise ValueError(f"candidate {name} has no squared-loss moments for n = {pb.n} (available for n <= {cand.max_n})")
     return cand.moments(pb)
+
+
+def candidate_abs_risk(name: str, n: int, eps: float, prior: Any = (1.0, 1.0)) -> FloatArray:
+    """``E[|est - c/n| | c]`` of one candidate for every count ``c = 0..n`` (absolute loss, the data set's proportion).
+
+    Closed forms for the noisy count itself; the posterior mean or median of the geometric count by partial sums
+    against the truncated geometric law (``O(n log n)``); the Laplace count's posterior mean or median by chapter
+    4's integrator (:func:`dpbayes.counting_risk.fixed_count_risk`, ``n <= LAPLACE_ABS_MAX_N``).
+    """
+    name = check_choice("name", name, tuple(CANDIDATES))
+    pb = _problem(n, eps, prior, "proportion")
+    cand = CANDIDATES[name]
+    if cand.abs_risk is None or pb.n > cand.abs_max_n:
+        raise ValueError(f"candidate {name} has no absolute-loss risk for n = {pb.n} (available for n <= {cand.abs_max_n})")
+    return cand.abs_risk(pb)
 
 
 def count_risk(bias: FloatArray, msd: FloatArray) -> FloatArray:
@@ -660,7 +823,7 @@ def interior_ratio(kind: str, eps: float) -> float:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Exact risks of the candidates for one ``(n, eps, prior, estimand)``; see :func:`compare_estimators`.
+    """Exact risks of the candidates for one ``(n, eps, prior, estimand, loss)``; see :func:`compare_estimators`.
 
     Every array is indexed like ``names``. ``worst_at`` is the count (proportion) or ``theta`` (theta)
     where the worst risk is attained; ``share_worse`` is the share of counts (proportion) or of a
@@ -683,6 +846,7 @@ class Comparison:
     worst_at: FloatArray
     share_worse: FloatArray
     skipped: tuple[str, ...] = ()
+    loss: str = "squared"
 
     @property
     def best(self) -> str:
@@ -716,8 +880,9 @@ def compare_estimators(
     estimand: str = "proportion",
     true_prior: Any = None,
     candidates: Any = None,
+    loss: str = "squared",
 ) -> Comparison:
-    """Exact squared-error risks of every registered candidate for a count of ``n`` records under eps-DP.
+    """Exact risks of every registered candidate for a count of ``n`` records under eps-DP.
 
     Parameters
     ----------
@@ -735,6 +900,9 @@ def compare_estimators(
         wrong or over-confident prior.
     candidates : sequence of str, optional
         Names from :data:`CANDIDATES` (default: all).
+    loss : {"squared", "absolute"}
+        Squared error (both estimands) or absolute error (the data set's proportion only); a candidate
+        without that loss's risk, or beyond its ``max_n`` / ``abs_max_n``, is listed in ``skipped``.
 
     Returns
     -------
@@ -750,28 +918,45 @@ def compare_estimators(
     No confidential value enters: the comparison depends on public ``n``, ``eps`` and the priors only.
     """
     pb = _problem(n, eps, prior, estimand)
+    loss = check_choice("loss", loss, LOSSES)
+    if loss == "absolute" and pb.estimand != "proportion":
+        raise ValueError("loss='absolute' is available for estimand='proportion' (the data set's proportion)")
     truth = pb.prior if true_prior is None else _as_prior(true_prior, "true_prior")
     if truth.kind == "binomial" and pb.estimand == "theta" and pb.prior.kind == "binomial":
         raise ValueError("with a known p there is no theta to estimate: use estimand='proportion'")
     names = tuple(CANDIDATES) if candidates is None else tuple(check_choice("candidates", c, tuple(CANDIDATES)) for c in candidates)
     if not names:
         raise ValueError("candidates must name at least one estimator")
-    skipped = tuple(
-        nm for nm in names
-        if pb.n > CANDIDATES[nm].max_n or (nm in ("lbapp-clipped", "geometric-bayes-theta") and pb.prior.kind != "beta")
-        or (nm == "geometric-bayes-theta" and pb.estimand == "theta")  # the same as geometric-bayes there
-    )
+
+    def available(nm: str) -> bool:
+        cand = CANDIDATES[nm]
+        if nm in ("lbapp-clipped", "geometric-bayes-theta") and pb.prior.kind != "beta":
+            return False
+        if nm == "geometric-bayes-theta" and pb.estimand == "theta":  # the same as geometric-bayes there
+            return False
+        if loss == "absolute":
+            return cand.abs_risk is not None and pb.n <= cand.abs_max_n
+        return cand.moments is not None and pb.n <= cand.max_n
+
+    skipped = tuple(nm for nm in names if not available(nm))
     names = tuple(nm for nm in names if nm not in skipped)
-    moments = {nm: CANDIDATES[nm].moments(pb) for nm in names}
-    samp = sampling_risk(pb.n, truth if truth.kind == "beta" else pb.prior, pb.estimand) if pb.estimand == "theta" else 0.0
-    bayes = np.array([bayes_risk(*moments[nm], truth, pb.estimand) for nm in names])
     grid = np.linspace(0.0, 1.0, 201)
     weights = _theta_weights(pb.n, grid) if pb.estimand == "theta" else None
     per_case: dict[str, FloatArray] = {}
+    bayes = np.empty(len(names))
     worst = np.empty(len(names))
     worst_at = np.empty(len(names))
+    w_truth = truth.weights(pb.n)
     for i, nm in enumerate(names):
-        b, m = moments[nm]
+        if loss == "absolute":
+            r = CANDIDATES[nm].abs_risk(pb)  # type: ignore[misc]
+            per_case[nm] = r
+            bayes[i] = float(w_truth @ r)
+            worst_at[i] = float(np.argmax(r))
+            worst[i] = float(r[int(worst_at[i])])
+            continue
+        b, m = CANDIDATES[nm].moments(pb)  # type: ignore[misc]
+        bayes[i] = bayes_risk(b, m, truth, pb.estimand)
         if pb.estimand == "proportion":
             per_case[nm] = m
             worst_at[i] = float(np.argmax(m))
@@ -780,6 +965,7 @@ def compare_estimators(
             assert weights is not None
             per_case[nm] = _theta_risk_from(b, m, weights)
             worst_at[i], worst[i] = worst_theta_risk(b, m, weights=weights)
+    samp = sampling_risk(pb.n, truth if truth.kind == "beta" else pb.prior, pb.estimand) if pb.estimand == "theta" else 0.0
     free = [nm for nm in names if not CANDIDATES[nm].uses_prior and not CANDIDATES[nm].reference]
     best_free = np.min(np.stack([per_case[nm] for nm in free]), axis=0) if free else None
     share = np.full(len(names), np.nan)
@@ -790,5 +976,5 @@ def compare_estimators(
         n=pb.n, eps=pb.eps, prior=pb.prior.label, true_prior=truth.label, estimand=pb.estimand, names=names,
         labels=tuple(CANDIDATES[nm].label for nm in names), uses_prior=tuple(CANDIDATES[nm].uses_prior for nm in names),
         bayes_risk=bayes, sampling_risk=samp, privacy_risk=bayes - samp, worst_risk=worst, worst_at=worst_at,
-        share_worse=share, skipped=skipped,
+        share_worse=share, skipped=skipped, loss=loss,
     )
