@@ -79,3 +79,38 @@ def test_bad_study_arguments(kwargs, match):
 def test_bad_config(field, value):
     with pytest.raises((ValueError, TypeError), match=field):
         smc_study.StudyConfig(**{**CONFIG.__dict__, field: value})
+
+
+def test_serial_tail_tasks_through_the_pool_match_the_inline_computation(serial):
+    """The notebook's follow-ups (quadratures, pilots, off-centre runs) give the same numbers through
+    map_tasks with two processes as computed inline in this process."""
+    from dpbayes import mcmc
+
+    eps = EPS_GRID[0]
+    wide = (40.0, 60.0)
+    pilot_tasks = [(7, 0, run, 20, 50.0, np.sqrt(10.0), 1.0, eps, wide, 30) for run in range(2)]
+    off_tasks = [(7, run, CONFIG.n, 50.0, np.sqrt(10.0), 1.0, eps, 30, ((-0.5, 0.5), (-0.3, 0.9))) for run in range(2)]
+    progress = []
+    pooled_pilots = smc_study.map_tasks(smc_study.seeded_two_stage_pilot, pilot_tasks, n_jobs=2,
+                                        progress=lambda d, t: progress.append((d, t)))
+    assert progress == [(0, 2), (1, 2), (2, 2)]
+    pooled_off = smc_study.map_tasks(smc_study.seeded_interval_runs, off_tasks, n_jobs=2)
+    pooled_err = smc_study.map_tasks(smc_study.replicate_mc_error,
+                                     [(r.releases, r.estimates, EPS_GRID[r.eps_index]) for r in serial[:2]], n_jobs=2)
+    for run in range(2):  # the cells' former inline code
+        s_data, s_noise, s_smc = np.random.SeedSequence([7, 1000, run]).spawn(3)
+        x_p = 50.0 + np.sqrt(10.0) * np.random.default_rng(s_data).standard_normal(20)
+        w_p = np.random.default_rng(s_noise).laplace(size=20)
+        assert pooled_pilots[run] == smc_study.two_stage_pilot(x_p, eps, w_p, wide, np.random.default_rng(s_smc), n_particles=30)
+        ss = np.random.SeedSequence([7, 0, run]).spawn(8)
+        x = 50.0 + np.sqrt(10.0) * np.random.default_rng(ss[0]).standard_normal(CONFIG.n)
+        noise = np.random.default_rng(ss[1]).laplace(size=CONFIG.n)
+        for ab, s, got in zip(((-0.5, 0.5), (-0.3, 0.9)), ss[6:], pooled_off[run]):
+            res = smc.smc_exact(x, eps, np.random.default_rng(s), n_particles=30, ab=ab, noise=noise, store_every=CONFIG.n)
+            assert got == (res.mean_mu[-1], res.mean_sigma[-1])
+    assert pooled_off[0] != pooled_off[1]
+    for rep, diffs in zip(serial[:2], pooled_err):
+        assert list(diffs) == [m for m in smc_study.METHODS if m in rep.estimates]
+        q = mcmc.quadrature_posterior(*rep.releases["MCMC"], EPS_GRID[rep.eps_index])
+        assert diffs["MCMC"] == (rep.estimates["MCMC"][0] - q.mean_mu, rep.estimates["MCMC"][1] - q.mean_sigma, q.sd_mu, q.sd_sigma)
+        assert diffs["SMC-nonadaptive"][2:] == diffs["MCMC"][2:]  # one quadrature for the shared releases

@@ -32,7 +32,8 @@ from dpbayes.validation import check_choice, check_int, check_positive, check_pr
 
 __all__ = ["CREDIBLE_LEVEL", "METHODS", "error_summary", "weighted_quantile", "credible_interval", "coverage", "PooledCoverage", "pooled_coverage",
            "fixed_interval_fisher", "design_fisher", "two_stage_pilot", "two_stage_fisher", "BASELINE_DESIGNS",
-           "BaselineReplicate", "baseline_replicate", "baseline_study", "Replicate", "StudyConfig", "run_replicate", "simulation_study"]
+           "BaselineReplicate", "baseline_replicate", "baseline_study", "Replicate", "StudyConfig", "run_replicate", "simulation_study",
+           "map_tasks", "replicate_mc_error", "seeded_two_stage_pilot", "seeded_interval_runs"]
 
 #: Level of the credible intervals a replicate records (beyond the paper).
 CREDIBLE_LEVEL = 0.9
@@ -271,15 +272,55 @@ def simulation_study(
         raise ValueError(f"b_grid needs one half-width per entry of eps_grid ({len(eps_list)}), got {len(b_list)}")
     check_int("n_runs", n_runs, minimum=1)
     check_int("n_jobs", n_jobs, minimum=1)
-    address = executors.resolve_scheduler(scheduler)
     tasks = [(config, eps, b, i, run, run == 0) for i, (eps, b) in enumerate(zip(eps_list, b_list)) for run in range(n_runs)]
+    return map_tasks(run_replicate, tasks, n_jobs=n_jobs, progress=progress, scheduler=scheduler, label="replicate")
+
+
+def map_tasks(
+    fn: Callable[..., Any],
+    tasks: Sequence[tuple[Any, ...]],
+    n_jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    scheduler: str | None = None,
+    label: str = "task",
+) -> list[Any]:
+    """``[fn(*task) for task in tasks]`` on the executor the study's replicates use, in task order.
+
+    The same choice as :func:`simulation_study`: a Dask cluster when ``scheduler`` (or the environment
+    variable ``DPBAYES_SCHEDULER``) names one, else ``n_jobs`` spawned local processes, else (``n_jobs = 1``)
+    this process. ``fn`` must be a module-level function of self-seeded tasks, so that the results do
+    not depend on where or in which order the tasks run.
+
+    Parameters
+    ----------
+    fn : callable
+        Picklable function applied to each task's arguments.
+    tasks : sequence of tuple
+        Positional arguments, one tuple per task.
+    n_jobs : int
+        Worker processes (ignored on a cluster).
+    progress : callable, optional
+        ``progress(0, total)`` before the first task and ``progress(done, total)`` after each one.
+    scheduler : str, optional
+        As in :func:`simulation_study`.
+    label : str
+        Prefix of the cluster task keys.
+
+    Returns
+    -------
+    list
+        One result per task, in the order of ``tasks``.
+    """
+    check_int("n_jobs", n_jobs, minimum=1)
+    address = executors.resolve_scheduler(scheduler)
+    tasks = list(tasks)
     if progress is not None:
         progress(0, len(tasks))
 
-    def collect(replicates: Iterable[Replicate]) -> list[Replicate]:
-        out: list[Replicate] = []
-        for replicate in replicates:
-            out.append(replicate)
+    def collect(results: Iterable[Any]) -> list[Any]:
+        out: list[Any] = []
+        for result in results:
+            out.append(result)
             if progress is not None:
                 progress(len(out), len(tasks))
         return out
@@ -287,20 +328,107 @@ def simulation_study(
     if address is not None:
         finished = 0
 
-        def count(index: int, replicate: Replicate) -> None:
+        def count(index: int, result: Any) -> None:
             nonlocal finished
             finished += 1
             if progress is not None:
                 progress(finished, len(tasks))
 
         with executors.connect(address) as client:
-            return executors.map_on_cluster(client, run_replicate, tasks, done=count, label="replicate")
-    if n_jobs == 1:
-        return collect(run_replicate(*task) for task in tasks)  # lazily: progress follows the work
+            return executors.map_on_cluster(client, fn, tasks, done=count, label=label)
+    if n_jobs == 1 or len(tasks) <= 1:
+        return collect(fn(*task) for task in tasks)  # lazily: progress follows the work
     # spawn, not fork: the caller may be a Jupyter kernel with live threads
-    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(run_replicate, *task) for task in tasks]
+    with ProcessPoolExecutor(max_workers=min(n_jobs, len(tasks)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(fn, *task) for task in tasks]
         return collect(fut.result() for fut in futures)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The notebook's per-replicate follow-ups (exact posteriors, two-stage pilots, off-centre intervals), as
+# self-seeded module-level tasks, so that they go through map_tasks like the replicates.
+# ---------------------------------------------------------------------------------------------------
+def replicate_mc_error(
+    releases: Mapping[str, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]],
+    estimates: Mapping[str, tuple[float, float]],
+    eps: float,
+) -> dict[str, tuple[float, float, float, float]]:
+    """Each method's posterior means minus the exact quadrature posterior means of the releases it saw.
+
+    SMC-nonadaptive and MCMC see the same releases: one quadrature serves both.
+
+    Parameters
+    ----------
+    releases, estimates : mapping
+        A :class:`Replicate`'s ``releases`` and ``estimates``.
+    eps : float
+        The replicate's privacy parameter.
+
+    Returns
+    -------
+    dict
+        Method -> ``(d_mu, d_sigma, sd_mu, sd_sigma)`` (differences and exact posterior sds), in
+        :data:`METHODS` order.
+    """
+    exact: dict[str, Any] = {}
+    out: dict[str, tuple[float, float, float, float]] = {}
+    for m in METHODS:
+        if m not in estimates:
+            continue
+        group = "fixed" if m in ("SMC-nonadaptive", "MCMC") else m
+        if group not in exact:
+            exact[group] = mcmc.quadrature_posterior(*releases[m], eps)
+        q = exact[group]
+        mu_hat, sigma_hat = estimates[m]
+        out[m] = (mu_hat - q.mean_mu, sigma_hat - q.mean_sigma, q.sd_mu, q.sd_sigma)
+    return out
+
+
+def seeded_two_stage_pilot(
+    seed: int, eps_index: int, run: int, n_pilot: int, mu: float, sigma: float, noise_scale_factor: float,
+    eps: float, pilot_interval: tuple[float, float], n_particles: int,
+) -> tuple[float, float]:
+    """:func:`two_stage_pilot` on its own individuals, seeded by ``SeedSequence([seed, 1000 + eps_index, run])``.
+
+    The streams are spawned as data, noise and SMC, apart from the study's replicates.
+
+    Returns
+    -------
+    (float, float)
+        The pilot's posterior means ``(m, c)``.
+    """
+    s_data, s_noise, s_smc = np.random.SeedSequence([seed, 1000 + eps_index, run]).spawn(3)
+    x_p = mu + sigma * np.random.default_rng(s_data).standard_normal(n_pilot)
+    w_p = noise_scale_factor * np.random.default_rng(s_noise).laplace(size=n_pilot)
+    return two_stage_pilot(x_p, eps, w_p, pilot_interval, np.random.default_rng(s_smc), n_particles=n_particles)
+
+
+def seeded_interval_runs(
+    seed: int, run: int, n: int, mu: float, sigma: float, noise_scale_factor: float, eps: float,
+    n_particles: int, designs: Sequence[tuple[float, float]],
+) -> list[tuple[float, float]]:
+    """Exact-likelihood SMC of replicate ``(eps index 0, run)`` with other adaptive base intervals.
+
+    The replicate's own individuals and noise (the stream layout of :func:`run_replicate`:
+    ``SeedSequence([seed, 0, run]).spawn(8)``, data and noise first); design ``i`` runs
+    :func:`dpbayes.smc.smc_exact` with base interval ``designs[i]`` on stream ``6 + i``.
+
+    Returns
+    -------
+    list of (float, float)
+        Final posterior means ``(mu, sigma)``, one per design.
+    """
+    if len(designs) > 2:
+        raise ValueError(f"at most two designs (streams 6 and 7), got {len(designs)}")
+    ss = np.random.SeedSequence([seed, 0, run]).spawn(8)
+    x = mu + sigma * np.random.default_rng(ss[0]).standard_normal(n)
+    noise = noise_scale_factor * np.random.default_rng(ss[1]).laplace(size=n)
+    out = []
+    for ab, s in zip(designs, ss[6:]):
+        res = smc.smc_exact(x, eps, np.random.default_rng(s), n_particles=n_particles, ab=(float(ab[0]), float(ab[1])),
+                            noise=noise, store_every=n)
+        out.append((float(res.mean_mu[-1]), float(res.mean_sigma[-1])))
+    return out
 
 # ---------------------------------------------------------------------------------------------------
 # Beyond the paper: error summaries, credible intervals and fairer non-adaptive baselines.
