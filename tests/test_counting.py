@@ -423,3 +423,21 @@ def test_prob_break_points_do_not_depend_on_the_window_scan(monkeypatch, n, p, e
         monkeypatch.setattr(ct, "_SUBDIV_WINDOW", sub)
         values.append(_prob_mean(n, p, eps))
     assert max(values) - min(values) < 1e-14
+
+
+@pytest.mark.parametrize("n,p,eps", [(1000, 0.3, 0.1), (20_000, 0.3, 1.0), (20_000, 0.05, 0.02)])
+@pytest.mark.parametrize("name", ["mean", "median"])
+def test_monte_carlo_windowed_estimates_match_the_full_posterior(n, p, eps, name):
+    """The Monte Carlo's estimates on the exact path's windowed posterior equal those over all n + 1 counts,
+    also at responses beyond the window's margin (which take the posterior around that response)."""
+    rng = np.random.default_rng(5)
+    c = rng.binomial(n, p, size=2000).astype(float)
+    y = c + rng.laplace(0.0, 1.0 / eps, size=c.size)
+    post = ct._model_posterior(n, p, eps, True)
+    assert post.m < n  # a window, not every count
+    margin = (ct._Y_MARGIN_LOG + np.log(n + 1.0)) / eps
+    far = np.array([post.c0 - 2 * margin, post.c0 + post.m + 3 * margin, -5.0 * n, 6.0 * n])
+    y = np.concatenate([y, far])
+    full = ct._estimator_values(ct._Posterior.build(n, p, eps), name, y)
+    fast = ct._simulated_estimates(n, p, eps, name, y)
+    np.testing.assert_allclose(fast, full, rtol=1e-9, atol=1e-9 * n)
