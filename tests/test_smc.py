@@ -284,3 +284,19 @@ def test_latent_posterior_on_either_path_matches_quadrature(small_problem, sweep
     target = np.array([grid.mean_mu, grid.mean_sigma])
     sd = np.array([grid.sd_mu, grid.sd_sigma])
     assert np.all(np.abs(mean - target) < 0.15 * sd), (sweep_path, mean, target, sd)
+
+
+def test_exact_loglik_sum_constant_interval_and_block_size_change_no_bit():
+    rng = np.random.default_rng(8)
+    y = 50.0 + 10.0 * rng.standard_normal(300)
+    lo, hi = np.full(300, 40.0), np.full(300, 60.0)
+    mu = 50.0 + rng.standard_normal(70)
+    sigma = np.exp(1.0 + 0.1 * rng.standard_normal(70))
+    ref = truncation.loglik_privatised_normal(y[None, :], mu[:, None], sigma[:, None], lo[None, :], hi[None, :], EPS).sum(axis=1)
+    for chunk in (1, 1000, 16_384, 10**7):
+        assert np.array_equal(smc._exact_loglik_sum(y, lo, hi, mu, sigma, EPS, chunk=chunk), ref)
+    hi_var = hi.copy()
+    hi_var[7] = 61.0  # one different interval: the per-observation path
+    ref_var = truncation.loglik_privatised_normal(y[None, :], mu[:, None], sigma[:, None], lo[None, :], hi_var[None, :], EPS).sum(axis=1)
+    assert np.array_equal(smc._exact_loglik_sum(y, lo, hi_var, mu, sigma, EPS), ref_var)
+    assert not np.array_equal(ref_var, ref)

@@ -467,15 +467,25 @@ def _exact_loglik_sum(
     mu: NDArray[np.float64],
     sigma: NDArray[np.float64],
     eps: float,
-    chunk: int = 2_000_000,
+    chunk: int = 16_384,
 ) -> NDArray[np.float64]:
-    """``sum_k log p(y_k | mu_i, sigma_i; l_k, r_k, eps)`` for each particle ``i`` (chunked)."""
+    """``sum_k log p(y_k | mu_i, sigma_i; l_k, r_k, eps)`` for each particle ``i`` (chunked).
+
+    Blocks of whole rows of about ``chunk`` elements (a block's temporaries stay in the cache; each
+    row's sum is the same whatever the block size). A constant interval enters as two numbers, so
+    that the terms depending only on ``(mu_i, sigma_i)`` are computed once per particle. The
+    arguments are the sampler's own (finite, ``sigma > 0``, ``lower < upper``): no checks here.
+    """
     out = np.zeros(mu.size)
     rows = max(1, chunk // max(1, y.size))
+    if y.size and np.all(lower == lower[0]) and np.all(upper == upper[0]):
+        lo: NDArray[np.float64] = np.asarray(lower[0])
+        hi: NDArray[np.float64] = np.asarray(upper[0])
+    else:
+        lo, hi = lower[None, :], upper[None, :]
+    eps_arr = np.asarray(eps, dtype=float)
     for s in range(0, mu.size, rows):
-        ll = truncation.loglik_privatised_normal(
-            y[None, :], mu[s : s + rows, None], sigma[s : s + rows, None], lower[None, :], upper[None, :], eps
-        )
+        ll = truncation._loglik(y[None, :], mu[s : s + rows, None], sigma[s : s + rows, None], lo, hi, eps_arr)
         out[s : s + rows] = ll.sum(axis=1)
     return out
 
@@ -533,13 +543,16 @@ def smc_exact(
     proposed = 0
     n_events = 0
 
+    prev_weights: NDArray[np.float64] | None = None  # normalised logw of the previous step, if unchanged since
     for t in range(n):
-        weights = np.exp(logw - logsumexp(logw))
         if adaptive:
             assert ab is not None  # _check_common: adaptive means ab was given (narrows for mypy)
             if t == 0:
                 l_t, r_t = first_interval if first_interval is not None else ab
             else:
+                # the weights of the current logw: the previous step's normalisation of the same logw
+                # (same bits), recomputed only after a resample-move reset logw
+                weights = prev_weights if prev_weights is not None else np.exp(logw - logsumexp(logw))
                 j = rng.choice(N, p=weights)
                 l_t, r_t = _interval_from_particle(mu[j], np.exp(log_sigma[j]), ab)
         else:
@@ -548,10 +561,12 @@ def smc_exact(
         lower[t], upper[t] = l_t, r_t
         y[t] = _release(xs[t], l_t, r_t, eps, rng, noise_arr, t)
 
-        inc = truncation.loglik_privatised_normal(y[t], mu, np.exp(log_sigma), l_t, r_t, eps)
+        inc = truncation._loglik(np.asarray(y[t]), mu, np.exp(log_sigma), np.asarray(l_t, dtype=float),
+                                 np.asarray(r_t, dtype=float), np.asarray(eps, dtype=float))  # validated above
         logw = logw + inc
         loglik += inc
         weights = np.exp(logw - logsumexp(logw))
+        prev_weights = weights
         ess_t = 1.0 / np.sum(weights**2)
 
         if ess_t < ess_threshold * N:
@@ -578,6 +593,7 @@ def smc_exact(
                 proposed += N
             logw = np.full(N, -np.log(N))
             weights = np.full(N, 1.0 / N)
+            prev_weights = None
             n_events += 1
 
         trace.record(t, mu, np.exp(log_sigma), weights, ess_t)

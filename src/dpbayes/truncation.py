@@ -288,8 +288,14 @@ def loglik_privatised_normal(
 def _loglik(
     y: FloatArray, mu: FloatArray, sigma: FloatArray, l: FloatArray, r: FloatArray, eps: FloatArray
 ) -> FloatArray:
-    """Unchecked core of :func:`loglik_privatised_normal` (used inside quadrature loops)."""
-    y, mu, sigma, l, r, eps = np.broadcast_arrays(y, mu, sigma, l, r, eps)
+    """Unchecked core of :func:`loglik_privatised_normal` (used inside quadrature loops).
+
+    The arguments are not broadcast up front: each intermediate has only the shape of the arguments it
+    depends on (``beta`` of a fixed interval is one number, the atoms' ``log Phi`` one per ``(mu,
+    sigma)``), the same elementwise operations on fewer elements; the result has the broadcast shape.
+    """
+    y, mu, sigma, l, r, eps = (np.asarray(a, dtype=float) for a in (y, mu, sigma, l, r, eps))
+    shape = np.broadcast_shapes(y.shape, mu.shape, sigma.shape, l.shape, r.shape, eps.shape)
     beta = (r - l) / eps
     z = sigma / beta
     alpha = (l - mu) / sigma
@@ -305,7 +311,8 @@ def _loglik(
         # log-sum-exp of the four terms; the atoms' terms are always finite
         top = np.maximum(np.maximum(log_atom_l, log_atom_r), np.maximum(log_below, log_above))
         total = np.exp(log_atom_l - top) + np.exp(log_atom_r - top) + np.exp(log_below - top) + np.exp(log_above - top)
-    return top + np.log(total) - np.log(2.0 * beta)
+    out = top + np.log(total) - np.log(2.0 * beta)
+    return out if out.shape == shape else np.array(np.broadcast_to(out, shape))  # a writeable array, as before
 
 
 # --------------------------------------------------------------------------------------------
