@@ -44,11 +44,17 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize, special, stats
+from scipy import special
+
+from dpbayes._extras import lazy_module
 
 from dpbayes.geometric import geometric_kernel_sums, geometric_row_factors
 from dpbayes.ubapp import _log_space_mean_offset, betabinom_logpmf
 from dpbayes.validation import check_choice, check_int, check_positive
+
+# loaded on first use: importing dpbayes.release (which uses this module) must stay light
+stats = lazy_module("scipy.stats")
+optimize = lazy_module("scipy.optimize")
 
 __all__ = [
     "ESTIMANDS",
