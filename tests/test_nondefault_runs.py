@@ -77,7 +77,7 @@ NONDEFAULT: dict[str, dict[str, str]] = {
                                           "scan_p": "0.2", "n_big": "200", "eps_big": "0.5", "runs": "500", "seed": "2"},
     "05a-running-example": {"n_grid": "60,25", "eps_grid": "2.0,0.3", "prior_a": "2.0", "prior_b": "3.0", "wrong_a": "20.0",
                             "wrong_b": "5.0", "true_a": "1.0", "true_b": "1.0", "eps_example": "0.5", "level": "0.8",
-                            "n_lp": "12", "lp_grid": "61", "lib_runs": "300", "seed": "2"},
+                            "n_lp": "12", "lp_grid": "61", "lib_runs": "300", "p_known": "0.6", "seed": "2"},
     "05b-decision-map": {"n_grid": "20,5", "eps_grid": "2.0,0.2", "strengths": "4.0,1.0", "prior_mean": "0.3",
                          "tolerance": "0.1", "laplace_bayes_max_n": "10"},
     "privacy-audit": {"eps": "0.5", "n": "8", "K": "4", "n_theta": "21", "n_multi": "3", "n_large": "30",
