@@ -261,7 +261,7 @@ _DEFINITIONS: tuple[ReleaseMechanism, ...] = (
     ),
     ReleaseMechanism(
         "EHD", True,
-        "notes Alg. 3: exponential mechanism, score ``-H``, factor ``eps/(2 GS)``, ``GS`` computed for ``(n, prior)``",
+        "notes Alg. 3: exponential mechanism, score minus H, factor eps over 2 GS, GS computed for (n, prior)",
         "``eps`` (McSherry-Talwar with the computed ``GS``)",
         _always("eps"),
         factor=lambda c, eps, alpha, beta: eps / (2.0 * global_sensitivity(int(c.sum()), alpha)),
