@@ -23,7 +23,7 @@ computed exactly: closed forms for the noisy count itself (raw, clamped, rounded
 truncated geometric law in ``O(n)`` (:func:`dpbayes.geometric.geometric_kernel_sums`) for the Bayes
 remaps, and Gauss-Legendre quadrature on unit intervals against the Laplace kernel (two first-order
 recursions per node) for the Laplace + posterior mean estimator, whose estimate is smooth between
-integers. Every risk of squared loss follows from the two moments (:func:`count_risk`,
+integers. Every risk of squared loss follows from the two moments (``msd`` itself at a fixed count,
 :func:`theta_risk`, :func:`bayes_risk`). For absolute error about ``c / n`` each candidate has its own
 exact per-count risk (:func:`candidate_abs_risk`: closed forms, partial sums against the geometric law
 for the posterior mean and median, chapter 4's integrator for the Laplace count). :func:`compare_estimators`
@@ -67,7 +67,6 @@ __all__ = [
     "candidate_abs_risk",
     "LOSSES",
     "LAPLACE_ABS_MAX_N",
-    "count_risk",
     "theta_risk",
     "worst_theta_risk",
     "bayes_risk",
@@ -322,11 +321,18 @@ def _geometric_bayes_theta(pb: _Problem) -> tuple[FloatArray, FloatArray]:
 def _geometric_remap_moments(pb: _Problem, remap_estimand: str) -> tuple[FloatArray, FloatArray]:
     n = pb.n
     shift = _geometric_count_posterior_mean(pb.prior.log_weights(n), pb.eps)
-    d = _remap_target_offset(_Problem(n, pb.eps, pb.prior, remap_estimand), shift)
-    # est(z) - c/n = d(z) + (z - c)/n
-    s0, s1, s2 = _geometric_expectations(np.ones(n + 1), pb.eps, 2)
-    d0, d1 = _geometric_expectations(d, pb.eps, 1)
-    dd = _geometric_expectations(d * d, pb.eps, 0)[0]
+    return _remap_error_moments(_remap_target_offset(_Problem(n, pb.eps, pb.prior, remap_estimand), shift), pb.eps)
+
+
+def _remap_error_moments(d: FloatArray, eps: float) -> tuple[FloatArray, FloatArray]:
+    """Bias and mean squared deviation about ``c/n`` of ``est(z) = z/n + d(z)`` under the truncated geometric law.
+
+    ``est(z) - c/n = d(z) + (z - c)/n``: three kernel sums of the output's centred moments, none of which cancels.
+    """
+    n = d.size - 1
+    s0, s1, s2 = _geometric_expectations(np.ones(n + 1), eps, 2)
+    d0, d1 = _geometric_expectations(d, eps, 1)
+    dd = _geometric_expectations(d * d, eps, 0)[0]
     bias = d0 + s1 / n
     msd = dd + 2.0 * d1 / n + s2 / float(n) ** 2
     return bias, np.maximum(msd, 0.0)
@@ -535,11 +541,7 @@ def _laplace_bayes_abs(statistic: str) -> Callable[[_Problem], FloatArray]:
 def _geometric_median(pb: _Problem) -> tuple[FloatArray, FloatArray]:
     """Truncated geometric noise, then the posterior median of the count, ``/ n`` (the Bayes rule for absolute error)."""
     n = pb.n
-    d = _geometric_remap_count(pb, "median") / n - np.arange(n + 1) / n
-    s0, s1, s2 = _geometric_expectations(np.ones(n + 1), pb.eps, 2)
-    d0, d1 = _geometric_expectations(d, pb.eps, 1)
-    dd = _geometric_expectations(d * d, pb.eps, 0)[0]
-    return d0 + s1 / n, np.maximum(dd + 2.0 * d1 / n + s2 / float(n) ** 2, 0.0)
+    return _remap_error_moments(_geometric_remap_count(pb, "median") / n - np.arange(n + 1) / n, pb.eps)
 
 
 # --------------------------------------------------------------------------------------------
@@ -668,15 +670,6 @@ def candidate_abs_risk(name: str, n: int, eps: float, prior: Any = (1.0, 1.0)) -
     if cand.abs_risk is None or pb.n > cand.abs_max_n:
         raise ValueError(f"candidate {name} has no absolute-loss risk for n = {pb.n} (available for n <= {cand.abs_max_n})")
     return cand.abs_risk(pb)
-
-
-def count_risk(bias: FloatArray, msd: FloatArray) -> FloatArray:
-    """Mean squared error about the data set's proportion at each fixed count: ``msd`` itself.
-
-    (Kept as a function so that pages and tests name the quantity; ``bias`` is accepted for symmetry.)
-    """
-    del bias
-    return np.asarray(msd, dtype=float)
 
 
 def _binomial_window(n: int, theta: float) -> tuple[int, int]:
