@@ -307,3 +307,73 @@ def test_a_stale_stored_number_fails_validation_naming_key_and_page(tmp_path: Pa
         env={**os.environ, "DPBAYES_FIGURES_DIR": str(tmp_path / "figures")})
     assert result.returncode != 0, f"changing {changed} went unnoticed:\n{result.stdout[-3000:]}"
     assert f"glued value {key!r}, shown on chapters/04-counting-queries/index.md:" in result.stdout, result.stdout[-3000:]
+
+
+# --------------------------------------------------------------------------------------------
+# A key on a page is findable in its notebook by its literal name
+# --------------------------------------------------------------------------------------------
+def _code_text(notebook: Path) -> str:
+    nb = nbformat.read(notebook, as_version=4)
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+def _literal(key: str, code: str) -> bool:
+    # source_value("k", ...) glues "source.k"
+    names = [key, key[len("source."):]] if key.startswith("source.") else [key]
+    return any(f'"{k}"' in code or f"'{k}'" in code for k in names)
+
+
+def keys_not_literal(page: Path) -> list[str]:
+    """``{glued}`` roles and ``{glue}`` blocks of ``page`` whose key does not appear, quoted, in the code
+    of the notebook that glues it (a key built by an f-string cannot be grepped back to its line)."""
+    from dpbayes.book.pagevalues import glue_blocks
+
+    text = page.read_text(encoding="utf-8")
+    refs = [(ref.ref, ref.key, f"line {ref.line}") for ref in glued_references(text)]
+    problems, code = [], {}
+    for ref, key, where in refs:
+        try:
+            nb = resolve_notebook(ref, page.parent, ROOT)
+        except ValueError:
+            continue  # test_every_glued_reference_is_a_stored_output names it
+        code.setdefault(nb, _code_text(nb))
+        if not _literal(key, code[nb]):
+            problems.append(f"{where}: {key!r} is not written literally in {nb.relative_to(ROOT)}")
+    for doc, key in glue_blocks(text):
+        nb = (ROOT / doc.lstrip("/")) if doc.startswith("/") else (page.parent / doc)
+        if nb.is_file():
+            code.setdefault(nb, _code_text(nb))
+            if not _literal(key, code[nb]):
+                problems.append(f"glue block {key!r} is not written literally in {nb.relative_to(ROOT)}")
+    return problems
+
+
+def test_a_key_built_by_an_f_string_is_found(tmp_path: Path) -> None:
+    folder = tmp_path / "chapters" / "x"
+    folder.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('glue_number("plain", 1.0)\nfor e in (1, 2):\n    glue_number(f"r_eps{e}", e)')]
+    nbformat.write(nb, folder / "01a-one.ipynb")
+    page = folder / "index.md"
+    page.write_text("{glued}`01a::plain` and {glued}`01a::r_eps1`\n", encoding="utf-8")
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        assert keys_not_literal(page) == ["line 1: 'r_eps1' is not written literally in chapters/x/01a-one.ipynb"]
+    finally:
+        ROOT = saved
+
+
+@pytest.mark.parametrize("page", CHECKED_PAGES)
+def test_every_key_on_a_page_is_literal_in_its_notebook(page: str) -> None:
+    problems = keys_not_literal(ROOT / page)
+    assert not problems, f"{len(problems)} keys on {page} cannot be grepped back to their notebook:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "chapters").glob("*/index.md")))
+def test_chapter_page_is_within_the_reading_targets(page: str) -> None:
+    """Unfolded words, numbers and numbers per table cell of a chapter page (``python -m dpbayes.book.pagesize``)."""
+    from dpbayes.book.pagesize import measure_page
+
+    problems = measure_page(ROOT / page, ROOT).problems()
+    assert not problems, "\n".join(problems)
