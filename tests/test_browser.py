@@ -510,14 +510,17 @@ plt.show()</pre></div></div>"""
 FOLDED_PLOT_CELL = """<div class="cell tag_hide-input docutils container"><details><summary>Show code</summary>
 <div class="cell_input docutils container"><pre>fig, ax = plt.subplots()
 plt.show()</pre></div></details></div>"""
-PARAMS_CELL = """<div class="cell tag_parameters docutils container"><div class="cell_input docutils container">
+PARAMS_CELL = """<div class="cell tag_parameters tag_hide-input docutils container"><details><summary>Show code</summary>
+<div class="cell_input docutils container"><pre>eps: float = 1.0  # privacy; range (0, inf)</pre></div></details></div>"""
+OPEN_PARAMS_CELL = """<div class="cell tag_parameters docutils container"><div class="cell_input docutils container">
 <pre>eps: float = 1.0  # privacy; range (0, inf)</pre></div></div>"""
 
 
 @needs_chromium
 def test_reader_checks_fail_on_a_broken_page(tmp_path: Path) -> None:
     """Each check on a tiny page: role text, a label in code, a downscaled figure, a path as alt text,
-    an open plotting cell; the fine page (folded plotting cell, parameters, a figure at its width) passes."""
+    an open plotting cell, an open parameters cell; the fine page (folded plotting and parameters cells, a figure
+    at its width) passes."""
     (tmp_path / "_images").mkdir()
     png = _png(800, 40)
     small = _png(300, 40)
@@ -528,6 +531,7 @@ def test_reader_checks_fail_on_a_broken_page(tmp_path: Path) -> None:
                      '<figcaption><span class="caption-number">Fig. 2.1 </span>caption</figcaption></figure>',
         "alt.html": f'<img src="_images/abc.png" alt="_images/abc.png" data-x="{small[:4]}">',
         "open.html": PLOT_CELL,
+        "params.html": OPEN_PARAMS_CELL,
         "fine.html": FOLDED_PLOT_CELL + PARAMS_CELL
                      + f'<figure><img src="data:image/png;base64,{small}" alt="what it shows"></figure>',
     }
@@ -545,6 +549,8 @@ def test_reader_checks_fail_on_a_broken_page(tmp_path: Path) -> None:
     assert [p.split(":")[0] for p in problems["alt.html"]] == [PATH_ALT], problems
     assert [p.split(":")[0] for p in problems["open.html"]] == [UNFOLDED_CELL], problems
     assert "(plotting)" in problems["open.html"][0]
+    assert [p.split(":")[0] for p in problems["params.html"]] == [UNFOLDED_CELL], problems
+    assert "(parameters)" in problems["params.html"][0]
 
 
 def test_split_pending_reports_stale_entries() -> None:

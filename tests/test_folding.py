@@ -1,8 +1,8 @@
 """The code-folding rule (CONTRIBUTING.md "Folding code cells", ``dpbayes.book.folding``).
 
 Every notebook under ``chapters/`` follows the rule: plotting, imports and set-up, glue-only
-"numbers for the page", table-formatting and long cells carry ``hide-input``; the parameters cell
-is never folded. The command ``python -m dpbayes.book.folding`` checks and (with ``--apply``) tags.
+"numbers for the page", table-formatting and long cells, and the parameters cell, carry
+``hide-input``. The command ``python -m dpbayes.book.folding`` checks and (with ``--apply``) tags.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dpbayes.book import folding
 from dpbayes.book.folding import (
     REASON_GLUE,
     REASON_LONG,
+    REASON_PARAMETERS,
     REASON_PLOTTING,
     REASON_SETUP,
     REASON_TABLE,
@@ -55,7 +56,7 @@ LIB = frozenset({"ct"})
 
 
 @pytest.mark.parametrize(("source", "tags", "reason"), [
-    (PARAMETERS, ["parameters"], None),
+    (PARAMETERS, ["parameters"], REASON_PARAMETERS),
     (SETUP, [], REASON_SETUP),
     (PLOT, [], REASON_PLOTTING),
     (COLUMN_PLOT, [], REASON_PLOTTING),
@@ -91,13 +92,13 @@ def _notebook(cells: list[tuple[str, list[str]]]) -> dict:
             "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
 
 
-def test_problems_name_unfolded_cells_and_a_folded_parameters_cell() -> None:
-    nb = _notebook([(PARAMETERS, ["parameters", "hide-input"]), (SETUP, []), (PLOT, ["hide-input"]), (COMPUTE, [])])
+def test_problems_name_unfolded_cells_and_an_unfolded_parameters_cell() -> None:
+    nb = _notebook([(PARAMETERS, ["parameters"]), (SETUP, []), (PLOT, ["hide-input"]), (COMPUTE, [])])
     problems = folding_problems(nb)
     assert len(problems) == 2, problems
-    assert problems[0].startswith("cell 1 (imports and set-up) is not folded: import numpy")
-    assert "parameters cell is folded" in problems[1]
-    assert unfolded_code_lines(nb) == 5 + 2  # the setup cell (with its blank line) and the computation
+    assert problems[0].startswith("cell 0 (parameters) is not folded: eps")
+    assert problems[1].startswith("cell 1 (imports and set-up) is not folded: import numpy")
+    assert unfolded_code_lines(nb) == 2 + 5 + 2  # parameters, the setup cell (with its blank line), the computation
 
 
 # ------------------------------------------------------------------------------------------------
@@ -112,13 +113,13 @@ def test_command_checks_then_applies_tags_only(tmp_path: Path, capsys: pytest.Ca
 
     assert folding.main([str(path)]) == 1  # check only: refuses to write
     out = capsys.readouterr().out
-    assert "cell 1 (imports and set-up)" in out and "cell 3 (plotting)" in out and "--apply" in out
+    assert "cell 0 (parameters)" in out and "cell 1 (imports and set-up)" in out and "cell 3 (plotting)" in out and "--apply" in out
     assert path.read_text(encoding="utf-8") == original
 
     assert folding.main(["--apply", str(path)]) == 0
     after = json.loads(path.read_text(encoding="utf-8"))
     assert [c.get("metadata", {}).get("tags") for c in after["cells"]] == [
-        ["parameters"], ["hide-input"], None, ["hide-input"]]
+        ["parameters", "hide-input"], ["hide-input"], None, ["hide-input"]]
     for old, new in zip(nb["cells"], after["cells"]):  # nothing but the tags changed
         old, new = dict(old), dict(new)
         old.pop("metadata"), new.pop("metadata")

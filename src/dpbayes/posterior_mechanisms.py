@@ -131,6 +131,10 @@ class ReleaseMechanism:
         if noise == expo:
             raise ValueError(f"mechanism {self.name!r} must give either noise_log_pmf and noise_sample or factor and factor_binary")
 
+    def __repr__(self) -> str:
+        # the registry's value is shown on the API page: the name says which entry, the docstring the rest
+        return f"ReleaseMechanism({self.name!r})"
+
     @property
     def kind(self) -> str:
         """``"noise"`` (additive noise, coordinate-wise) or ``"exponential"``."""

@@ -1,9 +1,11 @@
 """The book's code-folding rule: which notebook code cells carry the tag ``hide-input``.
 
-The rule (CONTRIBUTING.md, "Folding code cells"): the parameters cell and the short cells that
-compute a number used in a claim stay visible; the machinery is folded. A code cell must carry
-``hide-input`` (myst-nb shows a "Show code" toggle and the cell's outputs) when it
+The rule (CONTRIBUTING.md, "Folding code cells"): the short cells that compute a number used in a
+claim stay visible; the machinery is folded. A code cell must carry ``hide-input`` (myst-nb shows a
+"Show code" toggle and the cell's outputs) when it
 
+* is the cell tagged ``parameters`` (the run's settings: the page's parameter table and the chapter's
+  rerun commands list them; a reader opens the fold to see the code): **parameters**;
 * draws a figure (calls ``save_figure``, ``column_subplots``, ``plt.subplots``, ``plt.figure``,
   ``plt.show``, ``legend_below``): **plotting**;
 * starts with an import and shows nothing (the set-up cell: imports, ``use_style()``,
@@ -16,8 +18,7 @@ compute a number used in a claim stay visible; the machinery is folded. A code c
 * is longer than :data:`LONG_CELL_LINES` lines: **long cell** (its computation belongs in the
   library, or behind the fold).
 
-The cell tagged ``parameters`` is never folded. ``hide-cell`` and ``remove-input`` count as folded
-too. :func:`cell_needs_folding` is a pure function of a cell's source (and tags);
+``hide-cell`` and ``remove-input`` count as folded too. :func:`cell_needs_folding` is a pure function of a cell's source (and tags);
 ``tests/test_folding.py`` applies it to every notebook under ``chapters/`` and the browser test
 checks the rendered pages.
 
@@ -51,6 +52,7 @@ GLUE_CALLS = frozenset({"glue_number", "glue_text", "source_value", "glue"})
 DISPLAY_CALLS = frozenset({"print", "display"})
 TABLE_CALLS = frozenset({"Markdown", "to_markdown", "markdown_table", "HTML", "to_html"})
 
+REASON_PARAMETERS = "parameters"
 REASON_PLOTTING = "plotting"
 REASON_SETUP = "imports and set-up"
 REASON_GLUE = "numbers for the page"
@@ -151,14 +153,14 @@ def cell_needs_folding(source: str, tags: Iterable[str] = (), library: Iterable[
                        plotters: Iterable[str] = ()) -> str | None:
     """Why the code cell ``source`` must carry ``hide-input`` under the book's rule, or ``None``.
 
-    ``tags``: the cell's tags (the ``parameters`` cell is never folded). ``library``: the names the
+    ``tags``: the cell's tags (the ``parameters`` cell is folded). ``library``: the names the
     notebook binds to the ``dpbayes`` science modules (:func:`library_names`); a cell calling one
     of them computes, it does not only format a table. ``plotters``: the drawing functions the
     notebook defines (:func:`plotting_functions`); a cell calling one of them plots. The checks run in the order of the module
     docstring; the first that applies gives the reason.
     """
     if PARAMETERS_TAG in set(tags):
-        return None
+        return REASON_PARAMETERS
     text = source.strip()
     if not text:
         return None
@@ -214,16 +216,12 @@ def notebook_folding(nb: dict[str, Any]) -> list[tuple[int, str, bool]]:
 
 
 def folding_problems(nb: dict[str, Any]) -> list[str]:
-    """What breaks the rule in a notebook: unfolded machinery, and a folded parameters cell."""
+    """What breaks the rule in a notebook: code cells the rule folds that are not folded."""
     problems = []
     for i, reason, folded in notebook_folding(nb):
         if not folded:
             first = next((line for line in _source(nb["cells"][i]).splitlines() if line.strip()), "")
             problems.append(f"cell {i} ({reason}) is not folded: {first[:60]}")
-    for i, cell in enumerate(nb.get("cells", [])):
-        tags = set(_tags(cell))
-        if cell.get("cell_type") == "code" and PARAMETERS_TAG in tags and tags & FOLDED_TAGS:
-            problems.append(f"cell {i}: the parameters cell is folded ({', '.join(sorted(tags & FOLDED_TAGS))})")
     return problems
 
 
