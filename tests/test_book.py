@@ -419,3 +419,35 @@ def test_open_verdicts_get_their_own_column_only_when_present() -> None:
         book.Claim("c", "m", "reproduced", "w"), book.Claim("d", "m", "open", "w")])])
     assert "| ○ open |" in md and "| [Ch. 1: One](chapters/01-x/index.md) | 2 | 1 | 0 | 0 | 0 | 0 | 1 |" in md
     assert "{bdg-primary}`○ open`" in md and "2 claims (1 ✓, 1 ○)" in md
+
+
+def test_verdict_cells_of_a_chapter_get_the_dashboard_badges() -> None:
+    from docutils import nodes
+    from docutils.core import publish_doctree
+
+    rst = """
++-------+------------------------+
+| Claim | Verdict                |
++=======+========================+
+| a     | reproduced             |
++-------+------------------------+
+| b     | **Partly** (at large K)|
++-------+------------------------+
+| c     |                        |
++-------+------------------------+
+
++---+---------+
+| x | Verdict |
++===+=========+
+| 1 | refuted |
++---+---------+
+"""
+    doctree = publish_doctree(rst)
+    assert book.badge_verdict_cells(doctree) == 2  # the empty cell and the table without a Claim column are left
+    badges = [n for n in doctree.findall(nodes.inline) if "sd-badge" in n["classes"]]
+    assert [b.astext() for b in badges] == ["✓ reproduced", "◐ partly"]
+    assert "sd-bg-success" in badges[0]["classes"] and "sd-bg-warning" in badges[1]["classes"]
+    rows = [r for r in doctree.findall(nodes.row)]
+    assert rows[1].children[1].astext() == "✓ reproduced"  # the kind alone: the badge replaces the word
+    assert rows[2].children[1].astext() == "◐ partly (at large K)"  # more words: kept after the badge, without the kind
+    assert book.badge_verdict_cells(doctree) == 0  # idempotent

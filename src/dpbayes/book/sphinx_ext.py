@@ -387,6 +387,74 @@ def chapter_dropdown(ch: ChapterClaims) -> list[str]:
     return lines
 
 
+def _drop_leading_word(entry: Any, kind: str) -> None:
+    """Remove the verdict word the badge repeats from the start of a cell (``Partly: at large K``)."""
+    from docutils import nodes
+
+    text = next(entry.findall(nodes.Text), None)
+    if text is None or not str(text).lower().lstrip().startswith(kind):
+        return
+    rest = str(text).lstrip()[len(kind):].lstrip(" :;,—-")
+    parent = text.parent
+    if rest:
+        parent.replace(text, nodes.Text(rest))
+        return
+    parent.remove(text)
+    while parent is not entry and not parent.astext().strip() and isinstance(parent, (nodes.strong, nodes.emphasis)):
+        grand = parent.parent
+        grand.remove(parent)
+        parent = grand
+    # the next text starts lower-case after a separator: "Partly** (see below)" -> "(see below)"
+    following = next(entry.findall(nodes.Text), None)
+    if following is not None and str(following) != str(following).lstrip(" :;,—-"):
+        following.parent.replace(following, nodes.Text(str(following).lstrip(" :;,—-")))
+
+
+def badge_verdict_cells(doctree: Any) -> int:
+    """Put the dashboard's verdict badge in front of every Verdict cell of a page's claims tables.
+
+    Runs on the resolved doctree (glued verdicts are text by then). A cell that says no more than the
+    kind (``reproduced``) becomes the badge alone; otherwise the badge precedes the cell's own words.
+    Returns how many cells got a badge.
+    """
+    from docutils import nodes
+
+    n = 0
+    for table in doctree.findall(nodes.table):
+        head = next(table.findall(nodes.thead), None)
+        body = next(table.findall(nodes.tbody), None)
+        header_row = next(head.findall(nodes.row), None) if head is not None else None
+        if body is None or header_row is None:
+            continue
+        cols = claims_columns([entry.astext() for entry in header_row.children])
+        if cols is None:
+            continue
+        for row in body.children:
+            if not isinstance(row, nodes.row) or len(row.children) <= cols["verdict"]:
+                continue
+            entry = row.children[cols["verdict"]]
+            said = " ".join(entry.astext().split())
+            if not said or any("sd-badge" in node.get("classes", []) for node in entry.findall(nodes.inline)):
+                continue
+            kind = normalise_verdict(said)
+            colour = VERDICT_BADGE[kind].removeprefix("bdg-")
+            badge = nodes.inline("", f"{VERDICT_MARK[kind]} {kind}",
+                                 classes=["sd-sphinx-override", "sd-badge", f"sd-bg-{colour}", f"sd-bg-text-{colour}"])
+            if said.strip("*_ ").lower() == kind:
+                entry.children = []
+                entry += nodes.paragraph("", "", badge)
+            else:
+                _drop_leading_word(entry, kind)
+                first = next(entry.findall(nodes.paragraph), None)
+                if first is None:
+                    first = nodes.paragraph()
+                    entry.insert(0, first)
+                first.insert(0, nodes.Text(" "))
+                first.insert(0, badge)
+            n += 1
+    return n
+
+
 def label_claim_rows(doctree: Any) -> int:
     """Give every body row of a page's claims tables the id ``claim-<n>`` (n from 1, page order).
 
@@ -914,6 +982,70 @@ def sphinx_section_numbering() -> Any:
     return fresh.TocTreeCollector.assign_section_numbers
 
 
+def citation_metadata(root: Path) -> dict[str, Any]:
+    """The book's ``CITATION.cff`` (title, authors, version, licence), checked for what the pages use."""
+    import yaml
+
+    path = Path(root) / "CITATION.cff"
+    meta = yaml.safe_load(path.read_text(encoding="utf-8"))
+    missing = [k for k in ("cff-version", "title", "authors", "version") if not meta.get(k)]
+    if missing:
+        raise ValueError(f"{path}: missing {', '.join(missing)}")
+    return meta
+
+
+def citation_authors(meta: dict[str, Any]) -> list[str]:
+    """Author names as a citation prints them (``given family`` or the entity's ``name``)."""
+    names = []
+    for a in meta["authors"]:
+        person = " ".join(p for p in (a.get("given-names"), a.get("name-particle"), a.get("family-names")) if p)
+        names.append(person or a.get("name", ""))
+    return [n for n in names if n]
+
+
+def build_commit(root: Path) -> tuple[str, str] | None:
+    """``(short hash, ISO date)`` of the commit the book is built from, or ``None`` outside a git checkout."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%h %cs"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (out[0], out[1]) if len(out) == 2 else None
+
+
+def citation_markdown(meta: dict[str, Any], commit: tuple[str, str] | None) -> str:
+    """The "How to cite" block: a sentence to copy and a BibTeX entry, from ``CITATION.cff``."""
+    authors = citation_authors(meta)
+    year = commit[1][:4] if commit else None
+    built = f", commit {commit[0]} ({commit[1]})" if commit else ""
+    sentence = f"{', '.join(authors)}{f' ({year})' if year else ''}. *{meta['title']}*. Version {meta['version']}{built}."
+    fields = [("author", " and ".join("{" + a + "}" if len(a.split()) > 2 else a for a in authors)),
+              ("title", "{" + meta["title"] + "}"), ("version", str(meta["version"]))]
+    if year:
+        fields.append(("year", year))
+    if commit:
+        fields.append(("note", f"commit {commit[0]}"))
+    if meta.get("repository-code"):
+        fields.append(("url", meta["repository-code"]))
+    bib = ["@software{dpbayes,"] + [f"  {k} = {{{v}}}," for k, v in fields] + ["}"]
+    return "\n".join([sentence, "", "```bibtex", *bib, "```", ""])
+
+
+def footer_html(meta: dict[str, Any], commit: tuple[str, str] | None, cite_href: str) -> str:
+    """The footer line every page shows below the authors: version, the commit built, "How to cite"."""
+    from html import escape
+
+    parts = [f"dpbayes {escape(str(meta['version']))}"]
+    if commit:
+        parts.append(f"built from commit {escape(commit[0])} ({escape(commit[1])})")
+    if meta.get("repository-code"):
+        parts.append(f'<a href="{escape(meta["repository-code"])}">source repository</a>')
+    parts.append(f'<a href="{escape(cite_href)}">How to cite</a>')
+    return "<p>" + " · ".join(parts) + "</p>"
+
+
 def setup(app: Any) -> dict[str, Any]:
     from docutils.parsers.rst import Directive
     from docutils.statemachine import StringList
@@ -953,6 +1085,11 @@ def setup(app: Any) -> dict[str, Any]:
                 return verdicts_markdown(chapters, audit_summary(audit_path), AUDIT_NOTEBOOK)
             return verdicts_markdown(chapters)
 
+    class CitationDirective(_MarkdownDirective):
+        def markdown(self, root: Path, env: Any) -> str:
+            env.note_dependency(str(root / "CITATION.cff"))
+            return citation_markdown(citation_metadata(root), build_commit(root))
+
     class ParamsDirective(_MarkdownDirective):
         def markdown(self, root: Path, env: Any) -> str:
             for nb in book_notebooks(root):
@@ -989,6 +1126,16 @@ def setup(app: Any) -> dict[str, Any]:
             return [problem], [msg]
         return [pending], []
 
+    def _citation(app: Any, config: Any) -> None:
+        # the authors every page's footer names come from CITATION.cff, the one place that lists them
+        root = Path(app.srcdir)
+        if (root / "CITATION.cff").exists():
+            meta = citation_metadata(root)
+            config.author = ", ".join(citation_authors(meta))
+            app._dpbayes_citation = (meta, build_commit(root))
+        else:
+            app._dpbayes_citation = ({"version": "?", "authors": []}, None)
+
     def _check_mathjax_path(app: Any, config: Any) -> None:
         path = str(config.mathjax_path or "")
         if re.match(r"^(https?:)?//", path):
@@ -1007,6 +1154,11 @@ def setup(app: Any) -> dict[str, Any]:
         # pydata-sphinx-theme logs a console error when the colour mode is left empty
         if not context.get("default_mode"):
             context["default_mode"] = "auto"
+        # version, commit and "How to cite" under the authors (CITATION.cff); the link is relative to the page
+        meta, commit = app._dpbayes_citation
+        cite = "how-to-cite"
+        if cite in app.env.found_docs:
+            context["theme_extra_footer"] = footer_html(meta, commit, context["pathto"](cite))
 
     def _copy_mathjax(app: Any, exception: Exception | None) -> None:
         if exception is not None or app.builder.format != "html":
@@ -1027,6 +1179,10 @@ def setup(app: Any) -> dict[str, Any]:
         if CHAPTER_PAGE_RE.match(app.env.docname):
             label_claim_rows(doctree)
 
+    def _badge_verdicts(app: Any, doctree: Any, docname: str) -> None:
+        if CHAPTER_PAGE_RE.match(docname):
+            badge_verdict_cells(doctree)
+
     def _sphinx_section_numbers(app: Any) -> None:
         if not app.config.use_multitoc_numbering:
             # restores Sphinx's own method, which sphinx-multitoc-numbering replaced on the class
@@ -1041,10 +1197,13 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_directive("dpbayes-params", ParamsDirective)
     app.add_directive("dpbayes-run-examples", RunExamplesDirective)
     app.connect("config-inited", _check_mathjax_path)
+    app.connect("config-inited", _citation)
+    app.add_directive("dpbayes-citation", CitationDirective)
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("env-get-outdated", _mark_outdated)
     app.connect("doctree-read", _unnumber_chapter_headings, priority=800)
     app.connect("doctree-read", _label_stacked_tables)
+    app.connect("doctree-resolved", _badge_verdicts)
     app.connect("builder-inited", _sphinx_section_numbers, priority=900)
     app.connect("build-finished", _copy_mathjax)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
