@@ -564,3 +564,25 @@ def test_split_pending_reports_stale_entries() -> None:
 def test_page_problems_is_pure() -> None:
     state = {"text": "a {py:func} left", "codes": ["{cite}`x`", "tab-results"], "figures": [], "cells": []}
     assert [p.split(":")[0] for p in page_problems(state)] == [UNRESOLVED_REF, UNRESOLVED_REF]
+
+
+# ------------------------------------------------------------------------------------------------
+# A chapter page read in layers: unfolded words, numbers, numbers per table cell
+# ------------------------------------------------------------------------------------------------
+def test_rendered_size_counts_words_numbers_and_cells() -> None:
+    from browser_pagesize import rendered_size
+
+    size = rendered_size("x.html", {"text": "MSE 0.25 at eps = 1e-3, 12 % of n", "cells": ["1, 2 and 3", "none"]})
+    assert (size.words, size.numbers, size.max_numbers_per_cell) == (5, 3, 3)
+
+
+@needs_book
+def test_chapter_pages_are_read_in_layers(root: Path) -> None:
+    """Every chapter page within the targets of dpbayes.book.pagesize as rendered at 1300 px (folds closed)."""
+    from browser_pagesize import rendered_sizes
+
+    sizes = rendered_sizes(root, chapter_first_pages(root))
+    print("\nunfolded words / numbers / max numbers per cell: "
+          + ", ".join(f"{p}: {s.words}/{s.numbers}/{s.max_numbers_per_cell}" for p, s in sizes.items()))
+    problems = [msg for s in sizes.values() for msg in s.problems()]
+    assert not problems, "\n".join(problems)

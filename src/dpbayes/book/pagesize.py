@@ -28,7 +28,7 @@ MAX_NUMBERS_PER_CELL = 6
 
 # A number as a reader counts one: 12, 0.25, 1,234, 1e-3, 3.1 × 10^-4 counts once per digit group run.
 _NUMBER_RE = re.compile(r"(?<![\w.])[-−+]?\d[\d,]*(?:\.\d+)?(?:[eE][-+−]?\d+)?%?")
-_WORD_RE = re.compile(r"[^\W\d_][\w'’-]*")
+_WORD_RE = re.compile(r"(?<![\w.])[^\W\d_][\w'’-]*")  # not the e of 1e-3
 _FOLDED_OPEN_RE = re.compile(r"^(?P<fence>:{3,}|`{3,})\{(?:dropdown|toggle)\}")
 _FENCE_RE = re.compile(r"^(?P<fence>:{3,}|`{3,})")
 _INCLUDE_RE = re.compile(r"^```\{include\}\s+(?P<path>\S+)\s*\n```\s*$", re.M)
