@@ -443,11 +443,20 @@ def test_verdict_cells_of_a_chapter_get_the_dashboard_badges() -> None:
 +---+---------+
 """
     doctree = publish_doctree(rst)
+    from docutils import nodes as _nodes
+
+    stacked = next(doctree.findall(_nodes.table))
+    stacked["classes"].append(book.STACKED_TABLE_CLASS)
+    assert book.label_stacked_cells(doctree) == 6  # the stacked layout's labels must not hide the verdict
     assert book.badge_verdict_cells(doctree) == 2  # the empty cell and the table without a Claim column are left
     badges = [n for n in doctree.findall(nodes.inline) if "sd-badge" in n["classes"]]
     assert [b.astext() for b in badges] == ["✓ reproduced", "◐ partly"]
     assert "sd-bg-success" in badges[0]["classes"] and "sd-bg-warning" in badges[1]["classes"]
     rows = [r for r in doctree.findall(nodes.row)]
-    assert rows[1].children[1].astext() == "✓ reproduced"  # the kind alone: the badge replaces the word
-    assert rows[2].children[1].astext() == "◐ partly (at large K)"  # more words: kept after the badge, without the kind
+    def shown(entry: nodes.entry) -> str:
+        return " ".join(c.astext() for c in entry.children if not isinstance(c, nodes.raw))
+
+    assert shown(rows[1].children[1]) == "✓ reproduced"  # the kind alone: the badge replaces the word
+    assert shown(rows[2].children[1]) == "◐ partly (at large K)"  # more words: kept after the badge, without the kind
+    assert "dpbayes-cell-label" in rows[1].children[1].children[0].astext()  # the label stays in front
     assert book.badge_verdict_cells(doctree) == 0  # idempotent

@@ -42,6 +42,8 @@ def test_citation_block_and_footer() -> None:
     assert text.splitlines()[0] == "Ada Lovelace, The team (2026). *A book*. Version 1.2.3, commit abc1234 (2026-11-28)."
     assert "  version = {1.2.3}," in text and "  year = {2026}," in text and "```bibtex" in text
     assert "(20" not in book.citation_markdown(meta, None).splitlines()[0]  # no commit: no year invented
+    long = book.citation_markdown({**meta, "title": "word " * 30}, None)
+    assert max(len(line) for line in long.splitlines() if not line.startswith("Ada")) <= 72
     footer = book.footer_html(meta, ("abc1234", "2026-11-28"), "../how-to-cite.html")
     assert footer == ('<p>dpbayes 1.2.3 · built from commit abc1234 (2026-11-28) · '
                       '<a href="../how-to-cite.html">How to cite</a></p>')

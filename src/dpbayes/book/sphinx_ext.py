@@ -391,7 +391,10 @@ def _drop_leading_word(entry: Any, kind: str) -> None:
     """Remove the verdict word the badge repeats from the start of a cell (``Partly: at large K``)."""
     from docutils import nodes
 
-    text = next(entry.findall(nodes.Text), None)
+    def words(node: Any) -> bool:  # text the reader sees, not a stacked table's raw HTML label
+        return isinstance(node, nodes.Text) and not isinstance(node.parent, nodes.raw)
+
+    text = next(entry.findall(words), None)
     if text is None or not str(text).lower().lstrip().startswith(kind):
         return
     rest = str(text).lstrip()[len(kind):].lstrip(" :;,—-")
@@ -405,7 +408,7 @@ def _drop_leading_word(entry: Any, kind: str) -> None:
         grand.remove(parent)
         parent = grand
     # the next text starts lower-case after a separator: "Partly** (see below)" -> "(see below)"
-    following = next(entry.findall(nodes.Text), None)
+    following = next(entry.findall(words), None)
     if following is not None and str(following) != str(following).lstrip(" :;,—-"):
         following.parent.replace(following, nodes.Text(str(following).lstrip(" :;,—-")))
 
@@ -433,7 +436,8 @@ def badge_verdict_cells(doctree: Any) -> int:
             if not isinstance(row, nodes.row) or len(row.children) <= cols["verdict"]:
                 continue
             entry = row.children[cols["verdict"]]
-            said = " ".join(entry.astext().split())
+            labels = [c for c in entry.children if isinstance(c, nodes.raw)]  # label_stacked_cells' label
+            said = " ".join(" ".join(c.astext() for c in entry.children if not isinstance(c, nodes.raw)).split())
             if not said or any("sd-badge" in node.get("classes", []) for node in entry.findall(nodes.inline)):
                 continue
             kind = normalise_verdict(said)
@@ -442,6 +446,8 @@ def badge_verdict_cells(doctree: Any) -> int:
                                  classes=["sd-sphinx-override", "sd-badge", f"sd-bg-{colour}", f"sd-bg-text-{colour}"])
             if said.strip("*_ ").lower() == kind:
                 entry.children = []
+                for label in labels:
+                    entry += label
                 entry += nodes.paragraph("", "", badge)
             else:
                 _drop_leading_word(entry, kind)
@@ -1017,6 +1023,8 @@ def build_commit(root: Path) -> tuple[str, str] | None:
 
 def citation_markdown(meta: dict[str, Any], commit: tuple[str, str] | None) -> str:
     """The "How to cite" block: a sentence to copy and a BibTeX entry, from ``CITATION.cff``."""
+    import textwrap
+
     authors = citation_authors(meta)
     year = commit[1][:4] if commit else None
     built = f", commit {commit[0]} ({commit[1]})" if commit else ""
@@ -1029,7 +1037,12 @@ def citation_markdown(meta: dict[str, Any], commit: tuple[str, str] | None) -> s
         fields.append(("note", f"commit {commit[0]}"))
     if meta.get("repository-code"):
         fields.append(("url", meta["repository-code"]))
-    bib = ["@software{dpbayes,"] + [f"  {k} = {{{v}}}," for k, v in fields] + ["}"]
+    bib = ["@software{dpbayes,"]
+    for k, v in fields:  # long values continue on indented lines (the code column is about 72 characters)
+        lead = f"  {k} = "
+        lines = textwrap.wrap(f"{{{v}}},", width=72 - len(lead), break_long_words=False, break_on_hyphens=False)
+        bib += [lead + lines[0]] + [" " * len(lead) + rest for rest in lines[1:]]
+    bib.append("}")
     return "\n".join([sentence, "", "```bibtex", *bib, "```", ""])
 
 
