@@ -206,9 +206,9 @@ def test_chapter_page_headings_are_left_unnumbered() -> None:
 
 def test_dashboard_includes_the_audit_summary(tmp_path: Path) -> None:
     table = (
-        "| Mechanism | Used in | Calibrated eps | Claimed eps | Exact / analytic eps | Audit | Bound | Verdict |\n"
+        "| Mechanism | Used in | Run at eps | Proven eps | Proof | Exact / analytic eps | Bound | Verdict |\n"
         "|:--|:--|:--|:--|:--|:--|:--|:--|\n"
-        "| Laplace | Ch. 4 | 1 | 1 | 1 | analytic | 0.97 | ok |\n"
+        "| Laplace | Ch. 4 | 1 | 1 | Dwork et al. | 1 | 0.97 | ok |\n"
     )
     cell = {"cell_type": "code", "metadata": {}, "source": "x", "execution_count": 1,
             "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"text/markdown": table}}]}

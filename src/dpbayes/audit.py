@@ -701,8 +701,11 @@ class AuditRow:
     calibrated_eps : float
         The eps the mechanism is named / calibrated for (its ``eps`` argument).
     claimed_eps : float
-        The eps the book claims it satisfies (``inf`` = no claim; may differ from
-        ``calibrated_eps`` when a chapter proves a different guarantee).
+        The eps it provably satisfies (``inf`` = no claim; may differ from ``calibrated_eps``
+        when a chapter proves a different guarantee than the parameter suggests).
+    claimed_by : str
+        Who proves ``claimed_eps`` and how ("the paper, §4: the LP's constraints", "Ch. 2's proof
+        of notes Alg. 1"); empty when there is no claim.
     audited_eps : float
         Exact (finite outputs) or analytic (densities) worst-case loss; ``nan`` if unavailable.
     statistical_lower : float
@@ -720,6 +723,7 @@ class AuditRow:
     statistical_event: str
     verdict: str
     note: str = ""
+    claimed_by: str = ""
 
     @property
     def claims_dp(self) -> bool:

@@ -56,6 +56,7 @@ class _Pending:
     worst: str
     job: tuple[Callable[[Any, np.random.Generator, int], ArrayLike], Any, Any]
     note: str = ""
+    claimed_by: str = ""
 
     def finish(self, rng: np.random.Generator, n_samples: int, confidence: float) -> AuditRow:
         stat = None
@@ -65,7 +66,8 @@ class _Pending:
         lower = np.nan if stat is None else stat.eps_lower
         event = "" if stat is None else f"{stat.event} ({_fmt(stat.numerator)} vs {_fmt(stat.denominator)})"
         return AuditRow(self.mechanism, self.used_in, self.calibrated, self.claimed, self.kind, self.exact.eps, self.worst,
-                        lower, event, verdict(self.calibrated, self.claimed, self.exact.eps, lower), self.note)
+                        lower, event, verdict(self.calibrated, self.claimed, self.exact.eps, lower), self.note,
+                        self.claimed_by)
 
 
 def _matrix_sampler(P: NDArray[np.float64]) -> Callable[[int, np.random.Generator, int], NDArray[np.intp]]:
@@ -83,6 +85,8 @@ def _audit_ubapp(eps: float, K: int, n_theta: int) -> list[AuditRow | _Pending]:
     used = "Ch. 1 (UBaPP)"
     rows: list[AuditRow | _Pending] = []
     theta = np.linspace(0.0, 1.0, n_theta)
+    proofs = {"ubapp_lp": "the paper, §4: the LP's privacy constraints",
+              "ubapp_exact": "Ghosh et al. (2009): geometric mechanism; the remap is post-processing"}
     for label, fn in (("UBaPP, LP (11) solved by HiGHS", "ubapp_lp"), ("UBaPP, closed form (geometric + remap)", "ubapp_exact")):
         sol = getattr(ubapp, fn)(K, eps, theta)
         # audit the matrix the estimator samples from; log_P where the module provides it
@@ -96,7 +100,7 @@ def _audit_ubapp(eps: float, K: int, n_theta: int) -> list[AuditRow | _Pending]:
         st: tuple[Callable[..., Any], Any, Any] = (lambda y, g, s, draw=draw, values=values: values[draw(y, g, s)], ex.x, ex.x_prime)
         rows.append(_Pending(label, used, eps, eps, "exact", ex,
                          f"y={ex.x} vs y'={ex.x_prime}, estimate {sol.estimates[ex.output]:.4g}", st,
-                         f"K={K}, {n_theta}-point grid; sampled from its matrix"))
+                         f"K={K}, {n_theta}-point grid; sampled from its matrix", proofs[fn]))
     label = "UBaPP, continuous-theta limit (geometric + posterior mean)"
     sol = ubapp.ubapp_exact(K, eps)  # theta_grid=None: the truncated geometric mechanism, remapped
     assert sol.log_P is not None  # the exact solver always gives it
@@ -105,7 +109,7 @@ def _audit_ubapp(eps: float, K: int, n_theta: int) -> list[AuditRow | _Pending]:
     st = (lambda y, g, s, draw=draw, values=values: values[draw(y, g, s)], ex.x, ex.x_prime)
     rows.append(_Pending(label, used, eps, eps, "exact", ex,
                          f"y={ex.x} vs y'={ex.x_prime}, estimate {sol.estimates[ex.output]:.4g}", st,
-                         f"K={K}, uniform prior; sampled from its matrix"))
+                         f"K={K}, uniform prior; sampled from its matrix", proofs["ubapp_exact"]))
     label = "LBaPP (Laplace on the posterior mean)"
     ys = np.arange(K + 1)
     # the log ratio's kinks sit at the noise-free posterior means (y + 1)/(K + 2), paper eq. (12)
@@ -113,8 +117,19 @@ def _audit_ubapp(eps: float, K: int, n_theta: int) -> list[AuditRow | _Pending]:
     ex = density_privacy_loss(lambda t, y: lb.lbapp_logpdf(t, y, K, eps), ys, centres, "adjacent")
     st = (lambda y, g, s: lb.lbapp_estimate(np.full(s, int(y)), K, eps, g), int(ex.x), int(ex.x_prime))
     rows.append(_Pending(label, used, eps, eps, "analytic (density)", ex,
-                     f"y={int(ex.x)} vs y'={int(ex.x_prime)}, estimate {ex.output:.4g}", st, f"K={K}, uniform prior"))
+                     f"y={int(ex.x)} vs y'={int(ex.x_prime)}, estimate {ex.output:.4g}", st, f"K={K}, uniform prior",
+                     "the paper, §3: Laplace mechanism, sensitivity 1/(K+2)"))
     return rows
+
+
+def _posterior_proof(mechanism: str, claimed: float) -> str:
+    """Who proves a chapter-2 mechanism's guarantee: Ch. 2, for the notes' algorithm or one it adds."""
+    if not np.isfinite(claimed):
+        return "no claim: the book measures it"
+    import re
+
+    algorithm = re.match(r"notes (Alg\. \d)", pr.REGISTRY[mechanism].summary)
+    return f"Ch. 2's proof for notes {algorithm.group(1)}" if algorithm else "Ch. 2's proof"
 
 
 def _audit_posterior_release(eps: float, sizes: list[int], prior: tuple[float, float], suffix: str = "") -> list[AuditRow | _Pending]:
@@ -147,7 +162,8 @@ def _audit_posterior_release(eps: float, sizes: list[int], prior: tuple[float, f
             "no DP claim in Ch. 2: the exponential mechanism's factor uses the data's local sensitivity"
             if not np.isfinite(claimed) else f"Ch. 2's proven eps at n' = {size}: {claimed:.4g}")
         rows.append(_Pending(m + suffix, used, eps, claimed, "exact", ex,
-                             f"n'={size}: x={ex.x} vs x'={ex.x_prime}, released j={ex.output}", st, note))
+                             f"n'={size}: x={ex.x} vs x'={ex.x_prime}, released j={ex.output}", st, note,
+                             _posterior_proof(m, claimed)))
     return rows
 
 
@@ -178,7 +194,8 @@ def _audit_posterior_release_multi(eps: float, n: int) -> list[AuditRow | _Pendi
             "no DP claim in Ch. 2" if not np.isfinite(claimed) else f"Ch. 2's proven eps: {claimed:.4g}")
         worst = (f"x={tuple(int(v) for v in datasets[int(ex.x)])} vs x'={tuple(int(v) for v in datasets[int(ex.x_prime)])}, "
                  f"released {tuple(int(v) for v in support[ex.output])}")
-        rows.append(_Pending(f"{m} (3 categories)", used, eps, claimed, "exact", ex, worst, st, note))
+        rows.append(_Pending(f"{m} (3 categories)", used, eps, claimed, "exact", ex, worst, st, note,
+                             _posterior_proof(m, claimed)))
     return rows
 
 
@@ -193,7 +210,8 @@ def _audit_truncation(eps: float, low: float, high: float) -> list[AuditRow | _P
     st = (lambda x, g, s: tr.sample_privatised(np.full(s, x), low, high, eps, g), ex.x, ex.x_prime)
     rows: list[AuditRow | _Pending] = [
         _Pending(name, used, eps, eps, "analytic (density)", ex, f"x={ex.x:.4g} vs x'={ex.x_prime:.4g}, output {ex.output:.4g}", st,
-                 f"interval [{low:g}, {high:g}]; any two inputs are neighbours")
+                 f"interval [{low:g}, {high:g}]; any two inputs are neighbours",
+                 "the paper: Laplace mechanism after clamping (sensitivity r - l)")
     ]
     # The paper's MATLAB sampler passes the Laplace scale where a standard deviation is expected,
     # so its noise scale is (r - l)/(eps sqrt 2): the chapter's own density at eps' = eps sqrt 2.
@@ -206,6 +224,7 @@ def _audit_truncation(eps: float, low: float, high: float) -> list[AuditRow | _P
         f"x={ex_a.x:.4g} vs x'={ex_a.x_prime:.4g}, output {ex_a.output:.4g}", st_a,
         "the paper's MATLAB sampler treats the Laplace scale as a standard deviation; the book does not claim it is "
         "eps-DP and uses it only on request (03b, noise_scale_factor = 0.7071)",
+        "no claim: the book measures it",
     ))
     return rows
 
@@ -219,20 +238,22 @@ def _audit_counting(eps: float, n: int) -> list[AuditRow | _Pending]:
     # kinks of the log ratio sit at the counts themselves
     ex = density_privacy_loss(lambda y, c: mech.laplace_count_logpdf(y, c, eps), counts, counts, "adjacent")
     st: tuple[Callable[..., Any], Any, Any] = (lambda c, g, s: mech.laplace_count(np.full(s, int(c)), eps, g), int(ex.x), int(ex.x_prime))
-    rows.append(_Pending(name, used, eps, eps, "analytic (density)", ex, f"c={int(ex.x)} vs c'={int(ex.x_prime)}, output {ex.output:.4g}", st))
+    rows.append(_Pending(name, used, eps, eps, "analytic (density)", ex, f"c={int(ex.x)} vs c'={int(ex.x_prime)}, output {ex.output:.4g}", st,
+                         claimed_by="Dwork et al. (2006): Laplace mechanism, sensitivity 1"))
     name = "geometric (discrete Laplace) mechanism"
     # the log mass ratio is constant outside [c, c + 1], so the window [-5, n + 5] is exact
     z = np.arange(-5, n + 6)
     logP = mech.geometric_count_logpmf(z[None, :], counts[:, None], eps)
     ex = exact_privacy_loss(logP, "adjacent", log_probabilities=True, sum_atol=None)
     st = (lambda c, g, s: mech.geometric_count(np.full(s, c), eps, g), ex.x, ex.x_prime)
-    rows.append(_Pending(name, used, eps, eps, "exact (pmf window)", ex, f"c={ex.x} vs c'={ex.x_prime}, output {z[ex.output]}", st))
+    rows.append(_Pending(name, used, eps, eps, "exact (pmf window)", ex, f"c={ex.x} vs c'={ex.x_prime}, output {z[ex.output]}", st,
+                         claimed_by="Ghosh et al. (2009): two-sided geometric noise, sensitivity 1"))
     name = "truncated geometric mechanism"
     PT = np.asarray(mech.truncated_geometric_matrix(n, eps)).T  # rows: counts
     ex = exact_privacy_loss(PT, "adjacent")
     st = (_matrix_sampler(PT), ex.x, ex.x_prime)
     rows.append(_Pending(name, used, eps, eps, "exact", ex, f"c={ex.x} vs c'={ex.x_prime}, output {ex.output}", st,
-                     "sampled from its matrix"))
+                     "sampled from its matrix", "Ghosh et al. (2009): clamping is post-processing"))
     name = "optimal private count estimator (LP of Ch. 1 on the count)"
     p_ones = 0.3  # the prior probability of a positive record used in Ch. 4's notebooks
     sol = ct.optimal_private_estimator(n, p_ones, eps)
@@ -241,7 +262,8 @@ def _audit_counting(eps: float, n: int) -> list[AuditRow | _Pending]:
     ex = exact_privacy_loss(PT if log_PT is None else log_PT, "adjacent", log_probabilities=log_PT is not None)
     st = (_matrix_sampler(PT), ex.x, ex.x_prime)
     rows.append(_Pending(name, used, eps, eps, "exact", ex, f"c={ex.x} vs c'={ex.x_prime}, estimate {ex.output}", st,
-                         f"n={n}, Binomial(n, {p_ones}) prior, absolute loss; sampled from its matrix"))
+                         f"n={n}, Binomial(n, {p_ones}) prior, absolute loss; sampled from its matrix",
+                         "this book (Ch. 4): the LP's privacy constraints"))
     return rows
 
 

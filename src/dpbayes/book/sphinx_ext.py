@@ -513,7 +513,7 @@ def audit_summary(notebook: Path, folder: str = "chapters") -> str | None:
         return None
     header, rows = next(((h, r) for h, r in found if any("verdict" in x.lower() for x in h)), found[0])
     if len(header) > 5:  # keep the dashboard narrow: the columns that say what was checked and the verdict
-        keep = [i for i, h in enumerate(header) if re.search(r"mechanism|used in|claimed|exact|verdict", h, re.I)]
+        keep = [i for i, h in enumerate(header) if re.search(r"mechanism|used in|proven|exact|verdict", h, re.I)]
         if len(keep) >= 2:
             header = [header[i] for i in keep]
             rows = [[(row + [""] * (max(keep) + 1))[i] for i in keep] for row in rows]
