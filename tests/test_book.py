@@ -232,12 +232,13 @@ def test_params_table_and_run_examples_use_declared_parameters(tmp_path: Path) -
         'method: str = "exact"  # how; choices exact, mc\n',
     )
     md = book.params_markdown(tmp_path, linkable={"chapters/09-toy/09a-toy"})
-    assert "**[`chapters/09-toy/09a-toy.ipynb`](chapters/09-toy/09a-toy.ipynb)**" in md
+    assert "::::{dropdown} chapters/09-toy/09a-toy.ipynb: eps, K, method" in md  # one fold per notebook
+    assert "Notebook: [`chapters/09-toy/09a-toy.ipynb`](chapters/09-toy/09a-toy.ipynb)" in md
     assert "| `eps` (float) | `1.0` | (0, inf) |" in md
     assert "privacy level \\| with a pipe and \\$5" in md
     assert "| `method` (str) | `'exact'` | one of exact, mc |" in md
     unlinked = book.params_markdown(tmp_path, linkable=set())
-    assert "**`chapters/09-toy/09a-toy.ipynb`**" in unlinked
+    assert "Notebook: `chapters/09-toy/09a-toy.ipynb`" in unlinked
 
     examples = book.run_examples_markdown(tmp_path)
     assert "dpbayes run chapters/09-toy -p eps 2.0" in examples

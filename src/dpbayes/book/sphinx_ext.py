@@ -607,12 +607,15 @@ def params_markdown(root: Path, linkable: set[str] | None = None) -> str:
         if not params:
             out += [f"**{label}**: no parameters.", ""]
             continue
-        out += [f"**{label}**", "", "| Parameter (type) | Default | Allowed | Meaning |", "|---|---|---|---|"]
+        # one fold per notebook: the page lists every notebook, a reader opens the one they re-run
+        names = ", ".join(p.name for p in params.values())
+        out += [f"::::{{dropdown}} {rel}: {names}", "", f"Notebook: {label}", "",
+                "| Parameter (type) | Default | Allowed | Meaning |", "|---|---|---|---|"]
         for p in params.values():
             out.append(
                 f"| `{p.name}` ({p.type}) | `{_escape(_short_default(p.default))}` | {_escape(p.allowed)} | {_escape(p.meaning)} |"
             )
-        out.append("")
+        out += ["::::", ""]
     if not out:
         return "No notebook has been written yet.\n"
     return "\n".join(out) + "\n"
