@@ -75,3 +75,17 @@ def test_measure_page_resolves_glued_values_and_includes(tmp_path: Path, capsys:
     assert (size.page, size.words, size.numbers) == ("chapters/01-x/index.md", 2, 3)
     assert pagesize.main([str(page)]) == 0
     assert "chapters/01-x/index.md" in capsys.readouterr().out
+
+
+def test_unused_glued_keys(tmp_path: Path) -> None:
+    folder = tmp_path / "chapters" / "01-x"
+    folder.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    outs = [nbformat.v4.new_output("display_data", data={"text/plain": f"'{k}'"},
+                                   metadata={"scrapbook": {"name": k, "mime_prefix": ""}})
+            for k in ("shown", "table", "own", "lost", "source.x")]
+    nb.cells = [nbformat.v4.new_markdown_cell("In this notebook: {glue:text}`own`."),
+                nbformat.v4.new_code_cell("glue(...)", outputs=outs)]
+    nbformat.write(nb, folder / "01a-one.ipynb")
+    (folder / "index.md").write_text("{glued}`01a::shown`\n\n```{glue} table\n:doc: 01a-one.ipynb\n```\n", encoding="utf-8")
+    assert pagesize.unused_glued_keys(tmp_path) == {"chapters/01-x/01a-one.ipynb": ["lost"]}

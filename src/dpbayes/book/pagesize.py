@@ -6,7 +6,8 @@ measures a page's Markdown source with every glued value resolved to the text th
 author can check the targets without building the book; ``tests/test_browser.py`` measures the rendered
 page the same way.
 
-Run ``python -m dpbayes.book.pagesize [page.md ...]`` for a table (default: every chapter page).
+Run ``python -m dpbayes.book.pagesize [page.md ...]`` for a table (default: every chapter page), and
+``python -m dpbayes.book.pagesize --unused-keys`` for the glued keys that no page shows, per notebook.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from .pagevalues import resolve_glued_text
 
 __all__ = ["MAX_WORDS", "MAX_NUMBERS", "MAX_NUMBERS_PER_CELL", "PageSize", "count_numbers", "count_words",
-           "measure_text", "measure_page", "unfolded_markdown", "main"]
+           "measure_text", "measure_page", "unfolded_markdown", "unused_glued_keys", "main"]
 
 #: Targets for a chapter page's unfolded text (issue "A book read in layers").
 MAX_WORDS = 2500
@@ -123,10 +124,52 @@ def measure_page(path: Path, root: Path | None = None) -> PageSize:
     return measure_text(path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path), text)
 
 
+def unused_glued_keys(root: Path) -> dict[str, list[str]]:
+    """Per notebook of the book (``chapters/**.ipynb``): the keys its stored outputs glue that no page shows.
+
+    A page shows a key through a ``{glued}`` role or a ``{glue}`` block (pages: every ``*.md`` outside
+    ``_build``, and every notebook's own Markdown cells, which may use ``{glue}`` roles on their keys).
+    The source's own numbers (``source.*``) count as used: they are declared once, next to their citation.
+    """
+    import json
+
+    from .pagevalues import GLUE_BLOCK_RE, glued_references, resolve_notebook, stored_glue_values
+
+    root = Path(root)
+    used: set[tuple[Path, str]] = set()
+    pages = [p for p in root.rglob("*.md") if "_build" not in p.parts and not any(x.startswith(".") for x in p.parts)]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for ref in glued_references(text):
+            try:
+                used.add((resolve_notebook(ref.ref, page.parent, root).resolve(), ref.key))
+            except ValueError:
+                pass
+        for m in GLUE_BLOCK_RE.finditer(text):
+            doc = m.group("doc")
+            nb = (root / doc.lstrip("/")) if doc.startswith("/") else (page.parent / doc)
+            used.add((nb.with_suffix(".ipynb").resolve(), m.group("key")))
+    out: dict[str, list[str]] = {}
+    for nb in sorted((root / "chapters").rglob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])
+        own = "\n".join("".join(c.get("source", "")) for c in cells if c.get("cell_type") == "markdown")
+        keys = [k for k in stored_glue_values(nb) if not k.startswith("source.")]
+        unused = [k for k in keys if (nb.resolve(), k) not in used and f":{k}" not in own and f"`{k}`" not in own
+                  and f" {k}\n" not in own]
+        out[nb.relative_to(root).as_posix()] = unused
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the size of each page (default: every chapter's ``index.md``); exit 1 above a target."""
     args = sys.argv[1:] if argv is None else argv
     root = Path(__file__).resolve().parents[3]
+    if args[:1] == ["--unused-keys"]:
+        unused = unused_glued_keys(root)
+        for nb, keys in unused.items():
+            print(f"{nb:60} {len(keys):5d} glued keys no page shows")
+        print(f"{'total':60} {sum(map(len, unused.values())):5d}")
+        return 0
     pages = [Path(a) for a in args] or sorted(root.glob("chapters/*/index.md"))
     failed = False
     print(f"{'page':48} {'words':>6} {'numbers':>8} {'max/cell':>8}")
