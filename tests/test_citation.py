@@ -49,5 +49,11 @@ def test_citation_block_and_footer() -> None:
                       '<a href="../how-to-cite.html">How to cite</a></p>')
 
 
+def test_footer_links_the_repository_when_the_citation_names_it() -> None:
+    meta = {"title": "A book", "version": "1.0", "authors": [{"name": "T"}], "repository-code": "https://example.org/r"}
+    assert '<a href="https://example.org/r">source repository</a>' in book.footer_html(meta, None, "how-to-cite.html")
+    assert "  url = {https://example.org/r}," in book.citation_markdown(meta, None)
+
+
 def test_build_commit_outside_a_checkout(tmp_path: Path) -> None:
     assert book.build_commit(tmp_path) is None

@@ -1149,6 +1149,10 @@ def setup(app: Any) -> dict[str, Any]:
             meta = citation_metadata(root)
             config.author = ", ".join(citation_authors(meta))
             app._dpbayes_citation = (meta, build_commit(root))
+            if meta.get("repository-code"):  # the theme's repository button, from the same one place
+                options = dict(config.html_theme_options or {})
+                options.update(repository_url=meta["repository-code"], use_repository_button=True)
+                config.html_theme_options = options
         else:
             app._dpbayes_citation = ({"version": "?", "authors": []}, None)
 
