@@ -111,3 +111,14 @@ def test_no_mathematics_in_code_spans() -> None:
     for label, text in book_markdown():
         problems += [f"{label}: {p}" for p in math_in_code_spans(text, label)]
     assert not problems, "mathematics written as code (write it as $...$ MathJax):\n" + "\n".join(problems)
+
+
+def test_one_epsilon_in_pages_and_figures() -> None:
+    """``\\epsilon`` (the sources' spelling) is typeset as ε like ``\\varepsilon``: a MathJax macro on the pages,
+    and matplotlib's mathtext draws both as U+03B5 in the figures."""
+    import yaml
+    from matplotlib import _mathtext_data
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert config["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]["epsilon"] == "\\varepsilon"
+    assert _mathtext_data.tex2uni["epsilon"] == _mathtext_data.tex2uni["varepsilon"] == 0x3B5
