@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dpbayes.book.pagevalues import glued_references, resolve_glued_text
+from dpbayes.book.pagevalues import resolve_glued_text
 
 pytest.importorskip("opendp")
 

@@ -993,7 +993,7 @@ def sphinx_section_numbering() -> Any:
 
 def citation_metadata(root: Path) -> dict[str, Any]:
     """The book's ``CITATION.cff`` (title, authors, version, licence), checked for what the pages use."""
-    import yaml
+    import yaml  # type: ignore[import-untyped]  # (no stubs pinned; safe_load returns plain data)
 
     path = Path(root) / "CITATION.cff"
     meta = yaml.safe_load(path.read_text(encoding="utf-8"))
