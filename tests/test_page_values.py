@@ -377,3 +377,13 @@ def test_chapter_page_is_within_the_reading_targets(page: str) -> None:
 
     problems = measure_page(ROOT / page, ROOT).problems()
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_every_glued_key_is_shown_on_a_page(notebook: str) -> None:
+    """Glue nothing that no page uses (``python -m dpbayes.book.pagesize --unused-keys``): a glued key no page
+    shows is a number nobody reads, and a sweep summary has every glued key as a column anyway."""
+    from dpbayes.book.pagesize import unused_glued_keys
+
+    unused = unused_glued_keys(ROOT)[notebook]
+    assert not unused, f"{notebook} glues keys that no page shows: {', '.join(unused)}"
