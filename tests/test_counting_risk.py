@@ -64,6 +64,7 @@ def test_naive_fixed_count_risk_is_closed_form():
     assert np.all(cr.fixed_count_risk(a, "naive", 10, 0.3, 0.5, "abs") == 2.0)
     assert np.all(cr.fixed_count_risk(a, "naive", 10, 0.3, 0.5, "sq") == 8.0)
     assert np.all(cr.fixed_count_risk(a, "naive", 10, 0.3, 0.5, "closer") == 0.0)
+    assert np.all(cr.fixed_count_risk(a, "naive", 10, 0.3, 0.5, "cross") == 8.0)
 
 
 def _brute_force(a, estimator, n, p, eps, loss, prior="binomial", conc=None):
@@ -77,6 +78,8 @@ def _brute_force(a, estimator, n, p, eps, loss, prior="binomial", conc=None):
             return f * abs(a - m)
         if loss == "sq":
             return f * (a - m) ** 2
+        if loss == "cross":
+            return f * abs(a - m) * abs(a - y)
         return f * float(abs(a - m) < abs(a - y))
 
     lo, hi = -60.0 / eps, n + 60.0 / eps
@@ -92,6 +95,8 @@ def _brute_force(a, estimator, n, p, eps, loss, prior="binomial", conc=None):
         (0, "mean", 12, 0.3, 2.0, "sq"),
         (5, "median", 12, 0.4, 2.0, "sq"),
         (2, "mean", 12, 0.3, 1.0, "closer"),
+        (3, "mean", 12, 0.3, 0.4, "cross"),
+        (11, "mean", 12, 0.3, 2.0, "cross"),
     ],
 )
 def test_fixed_count_risk_against_brute_force_quadrature(a, estimator, n, p, eps, loss):
@@ -251,3 +256,65 @@ def test_bad_input_is_rejected_with_named_parameter():
         cr.credible_coverage([1], 10, 0.3, 1.0, level=1.0)
     with pytest.raises(ValueError, match="eps_min"):
         cr.extreme_over_eps(lambda e: e, 1.0, 0.5)
+
+
+# --- what the gain needs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,p,eps", [(100, 0.3, 0.1), (100, 0.3, 1.0), (40, 0.6, 0.5)])
+def test_gain_p_known_is_chapter_4_metric_and_beta_binomial_matches_average_risk(n, p, eps):
+    g = cr.gain_over_naive(n, p, eps, concentration=20.0)
+    assert tuple(g) == cr.GAIN_COLUMNS
+    # estimator_choice's Laplace + posterior mean equals chapter 4's eq. (12) with p known ...
+    assert g["p known"] == pytest.approx(ct.mean_abs_error("mean", n, p, eps) * eps, rel=1e-7)
+    # ... and this module's Beta-binomial prior centred on the truth
+    assert g["Beta-binomial centred"] == pytest.approx(
+        cr.misspecified_ratio("mean", n, p, p, eps, "beta-binomial", 20.0), rel=1e-6)
+    # the known p is the best of the Laplace posterior means (Bayes for squared error, close for absolute)
+    assert g["p known"] < min(g["flat prior on p"], g["Jeffreys prior on p"])
+
+
+def test_gain_prior_free_columns_against_simulation():
+    n, p, eps, runs = 60, 0.3, 0.7, 400_000
+    g = cr.gain_over_naive(n, p, eps)
+    rng = np.random.default_rng(5)
+    c = rng.binomial(n, p, runs)
+    y = c + rng.laplace(0.0, 1.0 / eps, runs)
+    r = np.abs(np.round(np.clip(y, 0, n)) - c)
+    a = np.exp(-eps)
+    geo = rng.geometric(1 - a, runs) - rng.geometric(1 - a, runs)  # two-sided geometric, P(k) ~ a^|k|
+    s = np.abs(np.clip(c + geo, 0, n) - c)
+    for col, sample in (("rounded clamped count", r), ("truncated geometric", s)):
+        se = sample.std() / np.sqrt(runs) * eps
+        assert abs(sample.mean() * eps - g[col]) < 4 * se, col
+
+
+def test_gain_rejects_bad_input_with_named_parameter():
+    with pytest.raises(ValueError, match="n"):
+        cr.gain_over_naive(5000, 0.3, 1.0)
+    with pytest.raises(ValueError, match="p"):
+        cr.gain_over_naive(100, 0.0, 1.0)
+    with pytest.raises(ValueError, match="eps"):
+        cr.gain_over_naive(100, 0.3, -1.0)
+    with pytest.raises(ValueError, match="concentration"):
+        cr.gain_over_naive(100, 0.3, 1.0, concentration=0.0)
+
+
+def test_monte_carlo_resolution_against_simulated_standard_errors():
+    n, p, eps, runs = 40, 0.3, 0.5, 100_000
+    res = cr.monte_carlo_resolution(n, p, eps, runs)
+    rng = np.random.default_rng(7)
+    reps = 4000  # draws of size `runs` are too many: the variances scale as 1/runs, check them on `reps` draws
+    c = rng.binomial(n, p, reps * 50)
+    y = c + rng.laplace(0.0, 1.0 / eps, c.size)
+    m = ct.bayes_estimate(y, n, p, eps)
+    eb, en = np.abs(c - m), np.abs(c - y)
+    assert res["gap"] == pytest.approx(1 / eps - ct.mean_abs_error("mean", n, p, eps), rel=1e-7)
+    se_u = eb.std() / np.sqrt(runs)
+    se_p = (en - eb).std() / np.sqrt(runs)
+    # sample standard deviations from 200,000 draws: ~0.3 % accurate
+    assert res["se_unpaired"] == pytest.approx(se_u, rel=0.02)
+    assert res["se_paired"] == pytest.approx(se_p, rel=0.02)
+    assert res["z_unpaired"] == pytest.approx(res["gap"] / res["se_unpaired"])
+    with pytest.raises(ValueError, match="runs"):
+        cr.monte_carlo_resolution(n, p, eps, 1)

@@ -65,7 +65,8 @@ NONDEFAULT: dict[str, dict[str, str]] = {
     "04a-out-of-range": {"n": "20", "eps_grid": "0.2,0.05", "p": "0.4", "runs": "1000", "seed": "2"},
     # eps_min above the smallest Monte-Carlo eps: the case where 04b's table once named the wrong value
     "04b-bayes-vs-naive": {"n_small": "20", "n_large": "50", "p": "0.4", "eps_min": "5.0", "eps_max": "20.0", "n_eps": "4",
-                           "eps_mc": "10.0,1.0", "eps": "0.5", "n_p": "4", "p_mc": "0.5,0.2", "runs": "1000", "seed": "2"},
+                           "eps_mc": "10.0,1.0", "eps": "0.5", "n_p": "4", "p_mc": "0.5,0.2", "runs": "1000", "seed": "2",
+                           "eps_paper": "0.5,2.0", "concentration": "5.0"},
     "04c-beyond-the-paper": {"n": "20", "p": "0.4", "eps_min": "0.05", "eps_max": "5.0", "n_eps": "5", "eps_table": "0.5",
                              "n_lp": "5", "eps_lp": "1.0,0.1", "p_lp": "0.3", "scan_n": "10,1", "scan_p": "0.1",
                              "n_scan_eps": "3", "n_big": "200", "eps_big": "0.5", "runs": "1000", "seed": "2"},

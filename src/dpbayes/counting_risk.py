@@ -58,12 +58,15 @@ __all__ = [
     "gaussian_limit",
     "lattice_limit",
     "extreme_over_eps",
+    "GAIN_COLUMNS",
+    "gain_over_naive",
+    "monte_carlo_resolution",
     "MAX_N_RISK",
 ]
 
 PRIORS = ("binomial", "beta-binomial")
 RISK_ESTIMATORS = ("naive", "mean", "median")
-LOSSES = ("abs", "sq", "closer")
+LOSSES = ("abs", "sq", "closer", "cross")
 MAX_N_RISK = 20_000
 _GAUSS = np.polynomial.legendre.leggauss(8)
 _BISECT_STEPS = 48
@@ -261,7 +264,7 @@ def _laplace_cdf(x: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
 
 def _loss(loss: str, a: NDArray[np.floating[Any]] | NDArray[np.integer[Any]] | float, m: NDArray[np.float64] | float) -> NDArray[np.float64]:
     d = np.asarray(a, dtype=float) - np.asarray(m, dtype=float)
-    return np.abs(d) if loss == "abs" else d**2
+    return d**2 if loss == "sq" else np.abs(d)  # "cross" multiplies by |a - y| where it is used
 
 
 def fixed_count_risk(
@@ -281,7 +284,9 @@ def fixed_count_risk(
 
     * ``"abs"``: ``E|a - m(Y)|`` (eq. (12) at fixed ``a``; ``1/eps`` for ``naive``, eq. (14));
     * ``"sq"``: ``E(a - m(Y))**2`` (``2/eps**2`` for ``naive``);
-    * ``"closer"``: ``P(|a - m(Y)| < |a - Y|)`` (eq. (13) at fixed ``a``; 0 for ``naive``).
+    * ``"closer"``: ``P(|a - m(Y)| < |a - Y|)`` (eq. (13) at fixed ``a``; 0 for ``naive``);
+    * ``"cross"``: ``E|a - Y| |a - m(Y)|`` (the cross moment of a paired comparison with the naive
+      answer; ``2/eps**2`` for ``naive``).
 
     The integral over ``y`` is closed form below 0 and above ``n`` (``m`` constant there) and on
     ``[0, n]`` Gauss-Legendre (8 nodes) on pieces of width ``<= 1/8`` split where ``m`` crosses
@@ -298,7 +303,7 @@ def fixed_count_risk(
         True counts in ``[0, n]``.
     estimator : {"naive", "mean", "median"}
     n, p, eps : database size (``<= 20000``), the analyst's prior probability, privacy parameter.
-    loss : {"abs", "sq", "closer"}
+    loss : {"abs", "sq", "closer", "cross"}
     prior : {"binomial", "beta-binomial"}
     concentration : float, optional
         Beta-binomial concentration (see :func:`prior_logpmf`).
@@ -315,7 +320,7 @@ def fixed_count_risk(
     shape = a_arr.shape
     a_flat = a_arr.reshape(-1).astype(float)
     if estimator == "naive":
-        value = {"abs": 1.0 / eps, "sq": 2.0 / eps**2, "closer": 0.0}[loss]
+        value = {"abs": 1.0 / eps, "sq": 2.0 / eps**2, "closer": 0.0, "cross": 2.0 / eps**2}[loss]
         return np.full(shape, value)
     fn = make_estimator(estimator, n, p, eps, prior, concentration)
     edges = _break_points(fn, n, eps, loss)
@@ -349,10 +354,16 @@ def fixed_count_risk(
         i1 = np.searchsorted(y, av.max() + _WINDOW / eps, side="right")
         ys, ms, ws = y[i0:i1], m[i0:i1], w[i0:i1]
         dens = 0.5 * eps * np.exp(-eps * np.abs(ys[None, :] - av))
+        if loss == "cross":
+            dens = dens * np.abs(ys[None, :] - av)
         out[idx] = (dens * _loss(loss, av, ms[None, :])) @ ws
-    # tails: P(Y < 0 | a) = exp(-eps a) / 2, P(Y > n | a) = exp(-eps (n - a)) / 2
-    out += 0.5 * np.exp(-eps * a_flat) * _loss(loss, a_flat, m_low)
-    out += 0.5 * np.exp(-eps * (n - a_flat)) * _loss(loss, a_flat, m_high)
+    # tails: P(Y < 0 | a) = exp(-eps a) / 2, P(Y > n | a) = exp(-eps (n - a)) / 2; for "cross" the
+    # tails' E[|a - Y|; Y < 0] = exp(-eps a) (a + 1/eps) / 2 and the mirror image
+    low, high = 0.5 * np.exp(-eps * a_flat), 0.5 * np.exp(-eps * (n - a_flat))
+    if loss == "cross":
+        low, high = low * (a_flat + 1.0 / eps), high * (n - a_flat + 1.0 / eps)
+    out += low * _loss(loss, a_flat, m_low)
+    out += high * _loss(loss, a_flat, m_high)
     return out.reshape(shape)
 
 
@@ -557,6 +568,116 @@ def monte_carlo_fixed_count(
         out[key] = float(v.mean())
         out[key + "_se"] = float(v.std(ddof=1) / np.sqrt(runs))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# What the gain needs: known p, an unknown p, no prior at all
+# ---------------------------------------------------------------------------------------------
+
+#: The columns of :func:`gain_over_naive`: the paper's posterior mean with ``p`` known, with an unknown ``p``
+#: (a Beta prior on it, i.e. a Beta-binomial prior on the count), and two estimates that use no prior.
+GAIN_COLUMNS = (
+    "p known",
+    "flat prior on p",
+    "Jeffreys prior on p",
+    "Beta-binomial centred",
+    "rounded clamped count",
+    "truncated geometric",
+)
+
+
+def gain_over_naive(n: int, p: float, eps: float, concentration: float = 20.0) -> dict[str, float]:
+    """Average absolute error over the naive ``1/eps`` (eq. (14)) of the estimates of :data:`GAIN_COLUMNS`, exactly.
+
+    The counts are ``Binomial(n, p)`` (the paper's model); every error is averaged over that true prior.
+
+    * ``"p known"``: the paper's posterior mean (eq. (11)), Laplace noise;
+    * ``"flat prior on p"``, ``"Jeffreys prior on p"``: ``p ~ Beta(1, 1)`` or ``Beta(1/2, 1/2)``; the posterior mean of the count when ``p`` is
+      unknown with that Beta prior (the count is then Beta-binomial a priori), Laplace noise;
+    * ``"Beta-binomial centred"``: ``p ~ Beta(concentration p, concentration (1 - p))``, centred on the
+      truth (the robust prior of :func:`misspecified_ratio`), Laplace noise;
+    * ``"rounded clamped count"``: the Laplace answer clamped to ``[0, n]`` and rounded: no prior, no ``p``;
+    * ``"truncated geometric"``: the two-sided geometric mechanism clamped to ``[0, n]``: no prior.
+
+    Computed by :func:`dpbayes.estimator_choice.compare_estimators` (absolute loss about ``c / n``,
+    multiplied by ``n``), whose Laplace + posterior mean candidate uses this module's integrator.
+
+    Parameters
+    ----------
+    n : int
+        Database size, ``1 <= n <= 2000`` (the absolute-loss limit of the Laplace candidates).
+    p : float
+        True predicate probability, in ``(0, 1)``.
+    eps : float
+        Privacy parameter, ``> 0`` (at most 20).
+    concentration : float
+        Concentration of the centred Beta-binomial prior, ``> 0``.
+
+    Returns
+    -------
+    dict
+        Column name -> error / naive error (below 1: better than the naive answer).
+    """
+    from dpbayes import estimator_choice as ec
+
+    n = check_int("n", n, minimum=1, maximum=ec.LAPLACE_ABS_MAX_N)
+    p = float(check_probability("p", p))
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must lie in (0, 1), got {p}")
+    eps = float(check_positive("eps", eps))
+    concentration = float(check_positive("concentration", concentration))
+    truth = ec.CountPrior.binomial(p)
+    priors = {
+        "p known": truth,
+        "flat prior on p": ec.CountPrior.beta(1.0, 1.0),
+        "Jeffreys prior on p": ec.CountPrior.beta(0.5, 0.5),
+        "Beta-binomial centred": ec.CountPrior.beta(concentration * p, concentration * (1.0 - p)),
+    }
+    out: dict[str, float] = {}
+    for label, prior in priors.items():
+        cmp = ec.compare_estimators(n, eps, prior=prior, estimand="proportion", true_prior=truth,
+                                    candidates=["laplace-bayes"], loss="absolute")
+        out[label] = float(cmp.bayes_risk[0]) * n * eps
+    free = ec.compare_estimators(n, eps, prior=truth, estimand="proportion", true_prior=truth,
+                                 candidates=["laplace-rounded", "geometric"], loss="absolute")
+    risk = dict(zip(free.names, free.bayes_risk))
+    out["rounded clamped count"] = float(risk["laplace-rounded"]) * n * eps
+    out["truncated geometric"] = float(risk["geometric"]) * n * eps
+    return {k: out[k] for k in GAIN_COLUMNS}
+
+
+def monte_carlo_resolution(n: int, p: float, eps: float, runs: int = 100_000) -> dict[str, float]:
+    """What a simulation of ``runs`` draws can resolve of the gap ``1/eps - E|C - m(Y)|``, exactly.
+
+    The paper (§4) estimates the Bayes error ``B = E|C - m(Y)|`` (posterior mean ``m``, ``p`` known) by the
+    mean of ``runs`` simulated absolute errors and compares it with the naive error ``1/eps`` (eq. (14)):
+    an unpaired design whose standard error is ``sqrt(Var|C - m(Y)| / runs)``. A paired design
+    simulates both errors on the same draws: ``sqrt(Var(|C - Y| - |C - m(Y)|) / runs)``. The variances follow
+    from the exact moments of :func:`average_risk` (``abs``, ``sq``, ``cross``).
+
+    Parameters
+    ----------
+    n, p, eps : database size (``<= 20000``), predicate probability, privacy parameter.
+    runs : int
+        Simulated draws, ``>= 2``.
+
+    Returns
+    -------
+    dict
+        ``gap`` (naive minus Bayes error), ``se_unpaired``, ``se_paired`` and the gap in units of each,
+        ``z_unpaired`` and ``z_paired``.
+    """
+    n, p, eps = _check_model(n, p, eps)
+    runs = check_int("runs", runs, minimum=2)
+    b = average_risk("mean", n, p, p, eps, "abs")
+    sq = average_risk("mean", n, p, p, eps, "sq")
+    cross = average_risk("mean", n, p, p, eps, "cross")
+    gap = 1.0 / eps - b
+    var_bayes = max(sq - b * b, 0.0)
+    var_diff = max(2.0 / eps**2 + sq - 2.0 * cross - gap * gap, 0.0)
+    se_u, se_p = np.sqrt(var_bayes / runs), np.sqrt(var_diff / runs)
+    return {"gap": gap, "se_unpaired": float(se_u), "se_paired": float(se_p),
+            "z_unpaired": gap / se_u if se_u > 0 else np.inf, "z_paired": gap / se_p if se_p > 0 else np.inf}
 
 
 # ---------------------------------------------------------------------------------------------
