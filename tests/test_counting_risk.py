@@ -318,3 +318,37 @@ def test_monte_carlo_resolution_against_simulated_standard_errors():
     assert res["z_unpaired"] == pytest.approx(res["gap"] / res["se_unpaired"])
     with pytest.raises(ValueError, match="runs"):
         cr.monte_carlo_resolution(n, p, eps, 1)
+
+
+def test_plugin_estimate_is_the_paper_mean_at_its_own_p_hat():
+    n, eps = 50, 0.4
+    y = np.array([0.5, 3.2, 17.0, 25.5, 49.5])
+    expected = [ct.bayes_estimate(v, n, v / n, eps) for v in y]
+    np.testing.assert_allclose(cr.plugin_estimate(y, n, eps), expected, rtol=1e-9)
+    # constant outside [0, n], clamped p_hat near the ends
+    assert cr.plugin_estimate(-30.0, n, eps) == pytest.approx(cr.plugin_estimate(0.0, n, eps))
+    assert cr.plugin_estimate(n + 30.0, n, eps) == pytest.approx(cr.plugin_estimate(float(n), n, eps))
+    assert cr.plugin_estimate(0.2, n, eps) == pytest.approx(ct.bayes_estimate(0.2, n, 0.5 / n, eps))
+    with pytest.raises(ValueError, match="y"):
+        cr.plugin_estimate([np.nan], n, eps)
+
+
+def test_plugin_ratio_against_brute_force_and_simulation():
+    n, p, eps = 30, 0.3, 0.5
+    fn = lambda v: cr.plugin_estimate(v, n, eps)  # noqa: E731
+    a = np.arange(n + 1)
+    exact = cr._function_risk(fn, a.astype(float), n, eps, "abs")
+
+    def brute(av):
+        f = lambda v: 0.5 * eps * np.exp(-eps * abs(v - av)) * abs(av - float(fn(np.array([v]))[0]))  # noqa: E731
+        pts = np.concatenate(([-60 / eps], np.arange(0, n + 1, 0.5), [n + 60 / eps]))
+        return sum(integrate.quad(f, x0, x1, limit=200, epsabs=1e-12)[0] for x0, x1 in zip(pts[:-1], pts[1:]))
+
+    for av in (0, 9, 30):
+        assert exact[av] == pytest.approx(brute(av), rel=1e-5, abs=1e-7)
+    ratio = cr.plugin_ratio(n, p, eps)
+    assert ratio == pytest.approx(float(stats.binom.pmf(a, n, p) @ exact) * eps, rel=1e-9)
+    rng = np.random.default_rng(3)
+    c = rng.binomial(n, p, 200_000)
+    err = np.abs(cr.plugin_estimate(c + rng.laplace(0, 1 / eps, c.size), n, eps) - c) * eps
+    assert abs(err.mean() - ratio) < 4 * err.std() / np.sqrt(c.size)

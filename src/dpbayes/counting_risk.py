@@ -61,6 +61,8 @@ __all__ = [
     "GAIN_COLUMNS",
     "gain_over_naive",
     "monte_carlo_resolution",
+    "plugin_estimate",
+    "plugin_ratio",
     "MAX_N_RISK",
 ]
 
@@ -323,6 +325,11 @@ def fixed_count_risk(
         value = {"abs": 1.0 / eps, "sq": 2.0 / eps**2, "closer": 0.0, "cross": 2.0 / eps**2}[loss]
         return np.full(shape, value)
     fn = make_estimator(estimator, n, p, eps, prior, concentration)
+    return _function_risk(fn, a_flat, n, eps, loss).reshape(shape)
+
+
+def _function_risk(fn: Callable, a_flat: NDArray[np.float64], n: int, eps: float, loss: str) -> NDArray[np.float64]:
+    """:func:`fixed_count_risk` of any estimate ``fn`` that is constant for ``y <= 0`` and for ``y >= n``."""
     edges = _break_points(fn, n, eps, loss)
     lo_e, hi_e = edges[:-1], edges[1:]
     m_low = float(fn(np.array([-1.0]))[0])
@@ -338,7 +345,7 @@ def fixed_count_risk(
             t_low = min(0.0, av - abs(av - m_low))
             t_high = max(float(n), av + abs(av - m_high))
             out[i] = inside + 0.5 * np.exp(eps * (t_low - av)) + 0.5 * np.exp(-eps * (t_high - av))
-        return out.reshape(shape)
+        return out
     nodes, weights = _GAUSS
     half = 0.5 * (hi_e - lo_e)
     y = (0.5 * (lo_e + hi_e)[:, None] + half[:, None] * nodes[None, :]).ravel()
@@ -364,7 +371,7 @@ def fixed_count_risk(
         low, high = low * (a_flat + 1.0 / eps), high * (n - a_flat + 1.0 / eps)
     out += low * _loss(loss, a_flat, m_low)
     out += high * _loss(loss, a_flat, m_high)
-    return out.reshape(shape)
+    return out
 
 
 def average_risk(
@@ -580,6 +587,7 @@ GAIN_COLUMNS = (
     "p known",
     "flat prior on p",
     "Jeffreys prior on p",
+    "plug-in p",
     "Beta-binomial centred",
     "rounded clamped count",
     "truncated geometric",
@@ -594,6 +602,8 @@ def gain_over_naive(n: int, p: float, eps: float, concentration: float = 20.0) -
     * ``"p known"``: the paper's posterior mean (eq. (11)), Laplace noise;
     * ``"flat prior on p"``, ``"Jeffreys prior on p"``: ``p ~ Beta(1, 1)`` or ``Beta(1/2, 1/2)``; the posterior mean of the count when ``p`` is
       unknown with that Beta prior (the count is then Beta-binomial a priori), Laplace noise;
+    * ``"plug-in p"``: the posterior mean with ``p`` estimated from the noisy count itself
+      (:func:`plugin_estimate`, :func:`plugin_ratio`), Laplace noise;
     * ``"Beta-binomial centred"``: ``p ~ Beta(concentration p, concentration (1 - p))``, centred on the
       truth (the robust prior of :func:`misspecified_ratio`), Laplace noise;
     * ``"rounded clamped count"``: the Laplace answer clamped to ``[0, n]`` and rounded: no prior, no ``p``;
@@ -641,9 +651,62 @@ def gain_over_naive(n: int, p: float, eps: float, concentration: float = 20.0) -
     free = ec.compare_estimators(n, eps, prior=truth, estimand="proportion", true_prior=truth,
                                  candidates=["laplace-rounded", "geometric"], loss="absolute")
     risk = dict(zip(free.names, free.bayes_risk))
+    out["plug-in p"] = plugin_ratio(n, p, eps)
     out["rounded clamped count"] = float(risk["laplace-rounded"]) * n * eps
     out["truncated geometric"] = float(risk["geometric"]) * n * eps
     return {k: out[k] for k in GAIN_COLUMNS}
+
+
+def plugin_estimate(y: ArrayLike, n: int, eps: float) -> NDArray[np.float64]:
+    """The posterior mean of the count with ``p`` estimated from the noisy count itself (a plug-in, empirical Bayes).
+
+    ``p_hat(y) = clip(y, 1/2, n - 1/2) / n`` (the clamped noisy count as a fraction, kept half a record from
+    the ends so that the prior is never certain of the count), then the paper's posterior mean (eq. (11)) with
+    the ``Binomial(n, p_hat(y))`` prior: no ``p`` needed, a function of ``y`` only, so as private as ``y``.
+    Constant for ``y <= 0`` and for ``y >= n``. ``O(n)`` per response (a dense posterior, in log space).
+
+    Parameters
+    ----------
+    y : array_like
+        Noisy responses.
+    n : int
+        Database size, ``1 <= n <= 20000``.
+    eps : float
+        Privacy parameter, ``> 0``.
+    """
+    n, _, eps = _check_model(n, 0.5, eps)
+    y_arr = np.asarray(y, dtype=float)
+    if not np.all(np.isfinite(y_arr)):
+        raise ValueError("y must be finite")
+    flat = np.clip(y_arr.reshape(-1), 0.0, float(n))
+    q = np.clip(flat, 0.5, n - 0.5) / n
+    c = np.arange(n + 1, dtype=float)
+    log_choose = special.gammaln(n + 1.0) - special.gammaln(c + 1.0) - special.gammaln(n - c + 1.0)
+    out = np.empty(flat.size)
+    rows = max(1, 4_000_000 // (n + 1))
+    for s in range(0, flat.size, rows):
+        yy, qq = flat[s : s + rows, None], q[s : s + rows, None]
+        lw = log_choose + c * np.log(qq) + (n - c) * np.log1p(-qq) - eps * np.abs(yy - c)
+        w = np.exp(lw - lw.max(axis=1, keepdims=True))
+        out[s : s + rows] = (w @ c) / w.sum(axis=1)
+    return out.reshape(y_arr.shape)
+
+
+def plugin_ratio(n: int, p: float, eps: float, mass_cut: float = 1e-15) -> float:
+    """Average absolute error of :func:`plugin_estimate` over the naive ``1/eps``, counts ``Binomial(n, p)``, exactly.
+
+    The fixed-count risk of :func:`fixed_count_risk` (closed-form tails, Gauss-Legendre between the points
+    where the estimate crosses an integer) averaged over the counts carrying all but ``mass_cut`` of the
+    binomial mass, as in :func:`average_risk`. ``O(n^2)`` work (the dense posterior at each node).
+    """
+    n, p, eps = _check_model(n, p, eps)
+    mass_cut = float(check_positive("mass_cut", mass_cut))
+    k = np.arange(n + 1)
+    w = stats.binom.pmf(k, n, p)
+    lo = max(int(stats.binom.ppf(mass_cut / 2, n, p)) - 1, 0)
+    hi = min(int(stats.binom.isf(mass_cut / 2, n, p)) + 1, n)
+    risk = _function_risk(lambda y: plugin_estimate(y, n, eps), k[lo : hi + 1].astype(float), n, eps, "abs")
+    return float(np.sum(w[lo : hi + 1] * risk) / np.sum(w[lo : hi + 1])) * eps
 
 
 def monte_carlo_resolution(n: int, p: float, eps: float, runs: int = 100_000) -> dict[str, float]:
