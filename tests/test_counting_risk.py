@@ -352,3 +352,24 @@ def test_plugin_ratio_against_brute_force_and_simulation():
     c = rng.binomial(n, p, 200_000)
     err = np.abs(cr.plugin_estimate(c + rng.laplace(0, 1 / eps, c.size), n, eps) - c) * eps
     assert abs(err.mean() - ratio) < 4 * err.std() / np.sqrt(c.size)
+
+
+@pytest.mark.parametrize("estimate", ["rounded clamped count", "truncated geometric"])
+def test_prior_free_fixed_count_ratio_against_simulation_and_the_gain_table(estimate):
+    n, p, eps, runs = 25, 0.3, 0.8, 200_000
+    r = cr.prior_free_fixed_count_ratio(estimate, n, eps)
+    assert r.shape == (n + 1,)
+    # averaged over the prior it is the gain table's column
+    g = cr.gain_over_naive(n, p, eps)
+    assert float(stats.binom.pmf(np.arange(n + 1), n, p) @ r) == pytest.approx(g[estimate], rel=1e-9)
+    rng = np.random.default_rng(11)
+    a = 3
+    if estimate == "rounded clamped count":
+        est = np.round(np.clip(a + rng.laplace(0, 1 / eps, runs), 0, n))
+    else:
+        q = np.exp(-eps)
+        est = np.clip(a + rng.geometric(1 - q, runs) - rng.geometric(1 - q, runs), 0, n)
+    err = np.abs(est - a) * eps
+    assert abs(err.mean() - r[a]) < 4 * err.std() / np.sqrt(runs)
+    with pytest.raises(ValueError, match="estimate"):
+        cr.prior_free_fixed_count_ratio("naive", n, eps)

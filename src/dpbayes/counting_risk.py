@@ -63,6 +63,8 @@ __all__ = [
     "monte_carlo_resolution",
     "plugin_estimate",
     "plugin_ratio",
+    "PRIOR_FREE",
+    "prior_free_fixed_count_ratio",
     "MAX_N_RISK",
 ]
 
@@ -655,6 +657,36 @@ def gain_over_naive(n: int, p: float, eps: float, concentration: float = 20.0) -
     out["rounded clamped count"] = float(risk["laplace-rounded"]) * n * eps
     out["truncated geometric"] = float(risk["geometric"]) * n * eps
     return {k: out[k] for k in GAIN_COLUMNS}
+
+
+#: The estimates that use no prior and no ``p``: the Laplace answer clamped to ``[0, n]`` and rounded, and the
+#: truncated (clamped) two-sided geometric mechanism; values: their names in :data:`dpbayes.estimator_choice.CANDIDATES`.
+PRIOR_FREE = {"rounded clamped count": "laplace-rounded", "truncated geometric": "geometric"}
+
+
+def prior_free_fixed_count_ratio(estimate: str, n: int, eps: float) -> NDArray[np.float64]:
+    """``E|est - a|`` over the naive ``1/eps`` at every fixed true count ``a = 0..n`` for an estimate of :data:`PRIOR_FREE`.
+
+    Closed forms of :func:`dpbayes.estimator_choice.candidate_abs_risk` (absolute error about ``a / n``,
+    multiplied by ``n``). Neither estimate uses a prior, so the ratio is the same whatever ``p`` is.
+
+    Parameters
+    ----------
+    estimate : {"rounded clamped count", "truncated geometric"}
+    n : int
+        Database size, ``1 <= n <= 20000``.
+    eps : float
+        Privacy parameter, ``> 0`` (at most 20).
+
+    Returns
+    -------
+    ndarray, shape (n + 1,)
+    """
+    from dpbayes import estimator_choice as ec
+
+    estimate = check_choice("estimate", estimate, tuple(PRIOR_FREE))
+    n, _, eps = _check_model(n, 0.5, eps)
+    return np.asarray(ec.candidate_abs_risk(PRIOR_FREE[estimate], n, eps), dtype=float) * n * eps
 
 
 def plugin_estimate(y: ArrayLike, n: int, eps: float) -> NDArray[np.float64]:
