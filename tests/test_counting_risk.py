@@ -373,3 +373,19 @@ def test_prior_free_fixed_count_ratio_against_simulation_and_the_gain_table(esti
     assert abs(err.mean() - r[a]) < 4 * err.std() / np.sqrt(runs)
     with pytest.raises(ValueError, match="estimate"):
         cr.prior_free_fixed_count_ratio("naive", n, eps)
+
+
+def test_credible_width_against_simulation_and_limits():
+    n, p, eps, level = 40, 0.3, 0.5, 0.9
+    a = np.array([0, 12, 40])
+    width = cr.credible_width(a, n, p, eps, level)
+    post = cr.PriorPosterior(cr.prior_logpmf(n, p), eps)
+    rng = np.random.default_rng(4)
+    for av, w in zip(a, width):
+        y = av + rng.laplace(0, 1 / eps, 20_000)
+        span = post.quantile(y, 0.5 * (1 + level)) - post.quantile(y, 0.5 * (1 - level))
+        assert abs(span.mean() - w) < 4 * span.std() / np.sqrt(y.size) + 1e-9
+    # no noise to speak of: the interval is the single count
+    assert cr.credible_width([7], n, p, 30.0, level)[0] == pytest.approx(0.0, abs=1e-5)
+    with pytest.raises(ValueError, match="level"):
+        cr.credible_width([1], n, p, eps, 1.0)
