@@ -586,3 +586,42 @@ def test_chapter_pages_are_read_in_layers(root: Path) -> None:
           + ", ".join(f"{p}: {s.words}/{s.numbers}/{s.max_numbers_per_cell}" for p, s in sizes.items()))
     problems = [msg for s in sizes.values() for msg in s.problems()]
     assert not problems, "\n".join(problems)
+
+
+_TOC_JS = """
+async (fraction) => {
+  const nav = document.querySelector('#pst-page-toc-nav');
+  if (!nav) { return null; }
+  const links = Array.from(nav.querySelectorAll('a[href^="#"]'));
+  window.scrollTo(0, fraction * (document.documentElement.scrollHeight - window.innerHeight));
+  await new Promise(r => setTimeout(r, 300));
+  const line = window.innerHeight * 0.3;
+  let expected = null;
+  for (const a of links) {
+    const t = document.getElementById(decodeURIComponent(a.getAttribute('href').slice(1)));
+    const h = t && (t.querySelector('h1,h2,h3,h4,h5,h6') || t);
+    if (h && h.getBoundingClientRect().top <= line) { expected = a.textContent.trim(); }
+  }
+  const active = links.filter(a => a.classList.contains('active')).map(a => a.textContent.trim());
+  return {expected, active};
+}
+"""
+
+
+@needs_book
+def test_contents_sidebar_marks_the_section_in_view(root: Path) -> None:
+    """After a jump anywhere on a chapter page, the right-hand contents marks exactly the section the top third
+    of the window is in (``_static/dpbayes-toc.js``); the theme alone kept an old section after a jump."""
+    from browser_helpers import page_states
+
+    problems = []
+    for fraction in (0.25, 0.5, 0.75, 1.0):
+        script = f"() => ({_TOC_JS})({fraction})"
+        for rel, _, state in page_states(root, chapter_first_pages(root), 1300, script):
+            if not isinstance(state, dict):
+                problems.append(f"{rel}: {state}")
+                continue
+            want = [state["expected"]] if state["expected"] else []
+            if state["active"] != want:
+                problems.append(f"{rel} at {fraction:.0%}: marked {state['active']}, in view {want}")
+    assert not problems, "\n".join(problems)
