@@ -390,3 +390,55 @@ def test_dense_reference_refuses_huge_matrices():
 
     with pytest.raises(ValueError, match="dense 100001 x 100001 matrix"):
         ubapp_exact_dense(100_000, 1.0)
+
+
+# --- issue 36: the reduction to the count, neighbour TV, add/remove neighbours ---------------------------
+
+
+def test_hamming_neighbours_and_binary_likelihood():
+    from dpbayes.ubapp import binary_data_likelihood, hamming_neighbours
+
+    nb = hamming_neighbours(3)
+    assert nb.shape == (3 * 2**3 // 2, 2)
+    assert all(bin(int(i) ^ int(j)).count("1") == 1 for i, j in nb)
+    g = np.linspace(0.0, 1.0, 7)
+    Q = binary_data_likelihood(3, g)
+    np.testing.assert_allclose(Q.sum(axis=0), 1.0, rtol=1e-12)
+    # grouping the data sets by their count gives the binomial likelihood
+    s = np.array([bin(i).count("1") for i in range(8)])
+    np.testing.assert_allclose(np.array([Q[s == y].sum(axis=0) for y in range(4)]), binomial_likelihood(3, g), rtol=1e-12)
+    with pytest.raises(ValueError, match="K"):
+        hamming_neighbours(11)
+
+
+@pytest.mark.parametrize("K,eps", [(3, 0.1), (3, 5.0), (4, 1.0)])
+def test_full_data_lp_equals_count_lp(K, eps):
+    """Paper eq. (8): optimising over estimators of x gains nothing over estimators of the count."""
+    from dpbayes.ubapp import ubapp_full_data_lp
+
+    g = np.linspace(0.0, 1.0, 15)
+    full = ubapp_full_data_lp(K, eps, g)
+    assert full.risk == pytest.approx(ubapp_exact(K, eps, g).risk, rel=1e-9)
+    assert full.privacy_loss <= eps * (1 + 1e-9)
+
+
+def test_neighbour_tv_reaches_the_dp_bound():
+    from dpbayes.ubapp import neighbour_tv
+
+    sol = ubapp_exact(30, 2.0, np.linspace(0.0, 1.0, 301))
+    tv = neighbour_tv(sol.P)
+    assert tv.shape == (30,)
+    assert np.all(tv <= np.tanh(1.0) * (1 + 1e-12))
+    assert tv.max() == pytest.approx(np.tanh(1.0), rel=1e-9)
+    with pytest.raises(ValueError, match="P"):
+        neighbour_tv(np.ones(3))
+
+
+def test_add_remove_privacy_loss():
+    from dpbayes.ubapp import add_remove_privacy_loss
+
+    # continuous limit: E[theta | z] under K and K + 1 never coincide, so some output is impossible for a neighbour
+    assert add_remove_privacy_loss(10, 1.0) == np.inf
+    # a grid of three points, all used by both sizes: finite, and at least eps (the replace-one part)
+    loss = add_remove_privacy_loss(4, 0.5, np.linspace(0.0, 1.0, 3))
+    assert np.isfinite(loss) and loss >= 0.5 - 1e-12

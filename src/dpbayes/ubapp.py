@@ -78,6 +78,12 @@ __all__ = [
     "relative_advantage",
     "eps_advantage_below",
     "bayes_risk",
+    "MAX_FULL_DATA_K",
+    "hamming_neighbours",
+    "binary_data_likelihood",
+    "ubapp_full_data_lp",
+    "neighbour_tv",
+    "add_remove_privacy_loss",
 ]
 
 #: Relative tolerance of the DP check, ``P[k, i] <= exp(eps) * P[k, i'] * (1 + DP_RTOL)``.
@@ -1060,3 +1066,94 @@ def eps_advantage_below(
         return float("inf")
     f = lambda log_e: relative_advantage(K, float(np.exp(log_e)), beta_prior) - level  # noqa: E731
     return float(np.exp(brentq(f, np.log(grid[last]), np.log(grid[last + 1]), xtol=1e-12)))
+
+
+# --------------------------------------------------------------------------------------------
+# The reduction to the count, dependence on the data, and the neighbour relation (issue 36)
+# --------------------------------------------------------------------------------------------
+
+#: Largest number of records of the full-data LP (its observations are the ``2^K`` binary vectors).
+MAX_FULL_DATA_K = 10
+
+
+def hamming_neighbours(K: int) -> NDArray[np.int64]:
+    """Neighbour pairs of the ``2^K`` binary data sets of ``K`` records (paper Definition 1: one record replaced).
+
+    Data set ``i`` has record ``r`` equal to bit ``r`` of ``i``; pairs ``(i, i xor 2^r)`` with ``i < i xor 2^r``.
+    """
+    K = check_int("K", K, minimum=1, maximum=MAX_FULL_DATA_K)
+    i = np.arange(2**K)
+    pairs = [np.stack([i, i ^ (1 << r)], axis=1) for r in range(K)]
+    nb = np.concatenate(pairs)
+    return nb[nb[:, 0] < nb[:, 1]]
+
+
+def binary_data_likelihood(K: int, theta_grid: ArrayLike) -> NDArray[np.float64]:
+    """``Q[i, j] = theta_j^(s_i) (1 - theta_j)^(K - s_i)`` for the ``2^K`` binary data sets, ``s_i`` their count of ones."""
+    K = check_int("K", K, minimum=1, maximum=MAX_FULL_DATA_K)
+    theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+    s = np.array([bin(i).count("1") for i in range(2**K)], dtype=float)[:, None]
+    return np.exp(special.xlogy(s, theta[None, :]) + special.xlog1py(K - s, -theta[None, :]))
+
+
+def ubapp_full_data_lp(K: int, eps: float, theta_grid: ArrayLike, solver: str | None = None, loss: str = "squared") -> UbappSolution:
+    """LP (9)/(11) over the full data ``x in {0, 1}^K`` with Hamming neighbours, not over the count.
+
+    The paper (Section 4, eq. (8)) writes the DP constraint on the sufficient statistic ``y = S(x)``
+    and optimises over estimators of ``y`` only. This LP optimises over every eps-DP estimator of
+    ``x`` (uniform prior on ``theta_grid``, estimates on the same grid), so its optimum is at most
+    :func:`ubapp_lp`'s; equality is the reduction. ``K <= MAX_FULL_DATA_K``.
+    """
+    from dpbayes.losses import loss_matrix
+
+    theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+    check_choice("loss", loss, LOSSES)
+    Q = binary_data_likelihood(K, theta)
+    return private_bayes_lp(loss_matrix(loss, theta), Q, uniform_prior(theta), eps, hamming_neighbours(K),
+                            solver=solver, estimates=theta)
+
+
+def neighbour_tv(P: ArrayLike) -> NDArray[np.float64]:
+    """Total-variation distance between the estimate's laws for neighbouring counts ``y`` and ``y + 1``.
+
+    ``P[k, y]`` as in :class:`UbappSolution` (columns are laws). An eps-DP estimator has every value at most
+    ``tanh(eps/2)``; a value of 1 means the two counts are told apart with certainty.
+    """
+    P = np.asarray(P, dtype=float)
+    if P.ndim != 2 or P.shape[1] < 2:
+        raise ValueError(f"P must be a 2-d array with at least 2 columns, got shape {P.shape}")
+    return 0.5 * np.abs(np.diff(P, axis=1)).sum(axis=0)
+
+
+def add_remove_privacy_loss(K: int, eps: float, theta_grid: ArrayLike | None = None) -> float:
+    """Privacy loss of UBaPP under add/remove neighbours when the number of records is private.
+
+    The chapter's guarantee is for one record *replaced* with ``K`` public (the count moves by one, ``K``
+    stays). If instead a record may be added or removed and ``K`` is the data set's own size, UBaPP is
+    run with ``K`` for one data set and ``K + 1`` for its neighbour, whose count is ``y`` or ``y + 1``.
+    Returns the largest ``|log Pr(t | K, y) - log Pr(t | K + 1, y')|`` over those pairs and outputs ``t``
+    (:func:`ubapp_exact`, on ``theta_grid`` or in the continuous limit): ``inf`` when some output is possible
+    for one data set and impossible for its neighbour, so that no eps protects it.
+    """
+    K = check_int("K", K, minimum=1, maximum=MAX_COUNT - 1)
+    eps = check_positive("eps", eps)
+    sols = [ubapp_exact(k, eps, theta_grid) for k in (K, K + 1)]
+    values = np.unique(np.concatenate([s.estimates for s in sols]))
+    tables = []
+    for s in sols:
+        log_P = np.asarray(s.log_P if s.log_P is not None else _safe_log(s.P), dtype=float)
+        logp = np.full((values.size, log_P.shape[1]), -np.inf)
+        rows = np.searchsorted(values, s.estimates)
+        # several rows may stand for one value (never for these solvers, whose estimates are distinct)
+        np.logaddexp.at(logp, rows, log_P)
+        tables.append(logp)
+    a, b = tables
+    worst = 0.0
+    for shift in (0, 1):  # the added record is 0 (count y) or 1 (count y + 1)
+        la, lb = a, b[:, shift:shift + K + 1]
+        both_impossible = np.isneginf(la) & np.isneginf(lb)
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(la - lb)
+        diff[both_impossible] = 0.0
+        worst = max(worst, float(np.max(diff)))
+    return worst
