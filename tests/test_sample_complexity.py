@@ -52,3 +52,11 @@ def test_bad_input():
         ubapp_continuous_mse(3, 0.0)
     with pytest.raises(ValueError, match="target"):
         smallest_K(lambda K: 1.0, -1.0, 10)
+
+
+@pytest.mark.parametrize("K,eps,a,b", [(1, 0.1, 1, 1), (30, 0.01, 1, 1), (100, 1.0, 1, 1), (57, 3.0, 2, 5)])
+def test_fast_laplace_remap_matches_quadrature(K, eps, a, b):
+    from dpbayes.lbapp import laplace_count_remap_mse
+    from dpbayes.sample_complexity import laplace_remap_mse
+
+    assert laplace_remap_mse(K, eps, a, b) == pytest.approx(laplace_count_remap_mse(K, eps, a, b), rel=1e-9)

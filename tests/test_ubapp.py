@@ -442,3 +442,19 @@ def test_add_remove_privacy_loss():
     # a grid of three points, all used by both sizes: finite, and at least eps (the replace-one part)
     loss = add_remove_privacy_loss(4, 0.5, np.linspace(0.0, 1.0, 3))
     assert np.isfinite(loss) and loss >= 0.5 - 1e-12
+
+
+def test_advantage_over_the_fair_baseline():
+    from dpbayes.lbapp import laplace_count_remap_mse
+    from dpbayes.ubapp import largest_advantage, relative_advantage
+
+    K, eps = 20, 1.5
+    fair = laplace_count_remap_mse(K, eps)
+    assert relative_advantage(K, eps, baseline="laplace-remap") == pytest.approx((fair - ubapp_exact(K, eps).risk) / fair, rel=1e-8)
+    # never negative (UBaPP is the optimum) and below the advantage over LBaPP
+    assert 0 < relative_advantage(K, eps, baseline="laplace-remap") < relative_advantage(K, eps)
+    e_star, adv = largest_advantage(K, n_scan=15)
+    for e in (e_star * 0.9, e_star * 1.1, 0.01, 15.0):
+        assert relative_advantage(K, e, baseline="laplace-remap") <= adv + 1e-12
+    with pytest.raises(ValueError, match="baseline"):
+        relative_advantage(K, eps, baseline="clipped")

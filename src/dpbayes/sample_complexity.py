@@ -19,7 +19,7 @@ from scipy import signal, stats
 
 from dpbayes.validation import check_int, check_positive
 
-__all__ = ["ubapp_continuous_mse", "smallest_K"]
+__all__ = ["ubapp_continuous_mse", "laplace_remap_mse", "smallest_K"]
 
 
 def _two_sided_filter(v: np.ndarray, a: float) -> np.ndarray:
@@ -51,6 +51,23 @@ def ubapp_continuous_mse(K: int, eps: float, a: float = 1.0, b: float = 1.0) -> 
     pm_z = c * _two_sided_filter(p_y * m_y, r)
     second_moment = a * (a + 1.0) / ((a + b) * (a + b + 1.0))
     return float(second_moment - np.sum(pm_z**2 / p_z))
+
+
+def laplace_remap_mse(K: int, eps: float, a: float = 1.0, b: float = 1.0) -> float:
+    """Bayes MSE of the fair baseline, Laplace count + Bayes remap, Beta(a, b) prior, in ``O(K max(1, eps))``.
+
+    Same quantity as :func:`dpbayes.lbapp.laplace_count_remap_mse` (whose quadrature costs ``O(K^2)``), from chapter 5's
+    exact conditional moments (:func:`dpbayes.estimator_choice.candidate_moments`, candidate ``"laplace-bayes"``,
+    estimand ``"theta"``; clamping the noisy count to ``[0, K]`` first changes nothing) averaged over the prior; eps in ``[1e-9, 20]``
+    (:func:`dpbayes.estimator_choice.bayes_risk`). ``K <= 100000``.
+    """
+    from dpbayes.estimator_choice import bayes_risk, candidate_moments
+
+    K = check_int("K", K, minimum=1, maximum=100000)
+    eps = check_positive("eps", eps)
+    a, b = check_positive("a", a), check_positive("b", b)
+    bias, msd = candidate_moments("laplace-bayes", K, eps, prior=(a, b), estimand="theta")
+    return bayes_risk(bias, msd, prior=(a, b), estimand="theta")
 
 
 def smallest_K(mse: Callable[[int], float], target: float, K_max: int, *, exhaustive: bool = False, window: int = 50) -> int | None:

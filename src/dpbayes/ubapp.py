@@ -77,6 +77,8 @@ __all__ = [
     "DEFAULT_LP_SOLVER",
     "relative_advantage",
     "eps_advantage_below",
+    "BASELINES",
+    "largest_advantage",
     "bayes_risk",
     "MAX_FULL_DATA_K",
     "hamming_neighbours",
@@ -1025,13 +1027,54 @@ def ubapp_exact_dense(
 # --------------------------------------------------------------------------------------------
 
 
-def relative_advantage(K: int, eps: float, beta_prior: tuple[float, float] = (1.0, 1.0)) -> float:
-    """``(MSE_LBaPP - MSE_UBaPP) / MSE_LBaPP``, both exact, UBaPP in the continuous-theta limit."""
+#: Baselines of :func:`relative_advantage`: the paper's LBaPP and the fair baseline, Laplace count + Bayes remap.
+BASELINES = ("lbapp", "laplace-remap")
+
+
+def relative_advantage(K: int, eps: float, beta_prior: tuple[float, float] = (1.0, 1.0), baseline: str = "lbapp") -> float:
+    """``(MSE_baseline - MSE_UBaPP) / MSE_baseline``, both exact, UBaPP in the continuous-theta limit.
+
+    ``baseline="lbapp"``: the paper's LBaPP (:func:`dpbayes.lbapp.lbapp_mse`); ``"laplace-remap"``: Laplace
+    noise on the count then the posterior mean (:func:`dpbayes.sample_complexity.laplace_remap_mse`).
+    """
     from dpbayes.lbapp import lbapp_mse
 
+    baseline = check_choice("baseline", baseline, BASELINES)
     a, b = beta_prior
-    lb = lbapp_mse(K, eps, a, b)
+    if baseline == "lbapp":
+        lb = lbapp_mse(K, eps, a, b)
+    else:
+        from dpbayes.sample_complexity import laplace_remap_mse
+
+        lb = laplace_remap_mse(K, eps, a, b)
     return (lb - ubapp_exact(K, eps, beta_prior=(a, b)).risk) / lb
+
+
+def largest_advantage(
+    K: int, baseline: str = "laplace-remap", beta_prior: tuple[float, float] = (1.0, 1.0),
+    eps_range: tuple[float, float] = (1e-3, 20.0), n_scan: int = 41,
+) -> tuple[float, float]:
+    """``(eps*, advantage)``: the largest :func:`relative_advantage` over eps in ``eps_range``, located by optimisation.
+
+    A scan of ``n_scan`` log-spaced values, then bounded Brent search in log eps between the neighbours of the
+    largest scanned value (``xatol = 1e-6``).
+    """
+    from scipy.optimize import minimize_scalar
+
+    K = check_int("K", K, minimum=1)
+    lo, hi = check_positive("eps_range", np.asarray(eps_range, dtype=float))
+    if not lo < hi:
+        raise ValueError(f"eps_range must be increasing, got {eps_range!r}")
+    n_scan = check_int("n_scan", n_scan, minimum=3)
+    grid = np.log(np.geomspace(lo, hi, n_scan))
+    vals = np.array([relative_advantage(K, float(np.exp(g)), beta_prior, baseline) for g in grid])
+    k = int(np.argmax(vals))
+    res = minimize_scalar(lambda g: -relative_advantage(K, float(np.exp(g)), beta_prior, baseline),
+                          bounds=(grid[max(k - 1, 0)], grid[min(k + 1, n_scan - 1)]), method="bounded",
+                          options={"xatol": 1e-6})
+    if -float(res.fun) > vals[k]:
+        return float(np.exp(res.x)), -float(res.fun)
+    return float(np.exp(grid[k])), float(vals[k])
 
 
 def eps_advantage_below(
@@ -1040,8 +1083,9 @@ def eps_advantage_below(
     beta_prior: tuple[float, float] = (1.0, 1.0),
     eps_range: tuple[float, float] = (1e-4, 1e3),
     n_scan: int = 241,
+    baseline: str = "lbapp",
 ) -> float:
-    """Smallest eps beyond which UBaPP's relative advantage over LBaPP stays below ``level``.
+    """Smallest eps beyond which UBaPP's relative advantage over ``baseline`` (see :data:`BASELINES`) stays below ``level``.
 
     Scans ``n_scan`` log-spaced values of eps in ``eps_range``, takes the last scanned value at which
     the advantage is still ``>= level`` and refines the crossing after it with Brent's method.
@@ -1057,14 +1101,14 @@ def eps_advantage_below(
         raise ValueError(f"eps_range must be increasing, got {eps_range!r}")
     n_scan = check_int("n_scan", n_scan, minimum=3)
     grid = np.geomspace(lo, hi, n_scan)
-    adv = np.array([relative_advantage(K, e, beta_prior) for e in grid])
+    adv = np.array([relative_advantage(K, e, beta_prior, baseline) for e in grid])
     above = np.nonzero(adv >= level)[0]
     if above.size == 0:
         return float("nan")
     last = int(above[-1])
     if last == n_scan - 1:
         return float("inf")
-    f = lambda log_e: relative_advantage(K, float(np.exp(log_e)), beta_prior) - level  # noqa: E731
+    f = lambda log_e: relative_advantage(K, float(np.exp(log_e)), beta_prior, baseline) - level  # noqa: E731
     return float(np.exp(brentq(f, np.log(grid[last]), np.log(grid[last + 1]), xtol=1e-12)))
 
 
