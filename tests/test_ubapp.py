@@ -458,3 +458,16 @@ def test_advantage_over_the_fair_baseline():
         assert relative_advantage(K, e, baseline="laplace-remap") <= adv + 1e-12
     with pytest.raises(ValueError, match="baseline"):
         relative_advantage(K, eps, baseline="clipped")
+
+
+def test_grid_deficit():
+    from dpbayes.lbapp import lbapp_mse
+    from dpbayes.ubapp import grid_deficit
+
+    g = np.linspace(0.0, 1.0, 11)
+    assert grid_deficit(20, 2.0, 11) == pytest.approx(ubapp_exact(20, 2.0, g).risk - lbapp_mse(20, 2.0), rel=1e-12)
+    # fine grids tend to the continuous limit, which is below LBaPP
+    assert grid_deficit(20, 2.0, 4001) == pytest.approx(ubapp_exact(20, 2.0).risk - lbapp_mse(20, 2.0), abs=1e-5)
+    assert grid_deficit(20, 2.0, 4001) < 0
+    with pytest.raises(ValueError, match="M"):
+        grid_deficit(20, 2.0, 1)
