@@ -471,3 +471,15 @@ def test_grid_deficit():
     assert grid_deficit(20, 2.0, 4001) < 0
     with pytest.raises(ValueError, match="M"):
         grid_deficit(20, 2.0, 1)
+
+
+def test_target_scope_gap():
+    """Geometric + remap is the LP optimum for monotone targets, not for theta(1 - theta) (issue 36)."""
+    from dpbayes.ubapp import target_scope_gap
+
+    gap, mono = target_scope_gap("theta^2", 6, 1.0, M=21)
+    assert mono and abs(gap) < 1e-9
+    gap, mono = target_scope_gap("theta(1-theta)", 6, 1.0, M=21)
+    assert not mono and gap > 1e-3
+    with pytest.raises(ValueError, match="target"):
+        target_scope_gap("theta^3", 6, 1.0)

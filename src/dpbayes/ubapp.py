@@ -80,6 +80,8 @@ __all__ = [
     "BASELINES",
     "largest_advantage",
     "grid_deficit",
+    "SCOPE_TARGETS",
+    "target_scope_gap",
     "bayes_risk",
     "MAX_FULL_DATA_K",
     "hamming_neighbours",
@@ -1217,3 +1219,52 @@ def grid_deficit(K: int, eps: float, M: int) -> float:
     eps = check_positive("eps", eps)
     M = check_int("M", M, minimum=2, maximum=MAX_GRID)
     return ubapp_exact(K, eps, np.linspace(0.0, 1.0, M)).risk - lbapp_mse(K, eps)
+
+
+#: Targets ``g(theta)`` of :func:`target_scope_gap`: two monotone, two not.
+SCOPE_TARGETS = ("theta", "theta^2", "theta(1-theta)", "|theta-1/2|")
+
+
+def _scope_target(target: str, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+    return {"theta": theta, "theta^2": theta**2, "theta(1-theta)": theta * (1.0 - theta),
+            "|theta-1/2|": np.abs(theta - 0.5)}[target]
+
+
+def target_scope_gap(target: str, K: int, eps: float, M: int = 41, solver: str | None = None) -> tuple[float, bool]:
+    """How far "geometric mechanism + Bayes remap" is from the LP optimum for estimating ``g(theta)``.
+
+    Binomial likelihood, uniform prior on an ``M``-point grid of theta, squared loss ``(g(theta) - t)^2`` with
+    estimates ``t`` on ``M`` equally spaced points of ``[min g, max g]``. Returns ``(exact / LP - 1, monotone)``:
+    the relative excess risk of :func:`private_bayes_exact_count` over the LP optimum (:func:`private_bayes_lp`),
+    and whether the non-private Bayes action ``E[g(theta) | y]`` is monotone in the count ``y``.
+
+    Parameters
+    ----------
+    target : str
+        One of :data:`SCOPE_TARGETS`.
+    K : int
+        Trials, ``1 <= K <= 200``.
+    eps : float
+        Privacy parameter, ``> 0``.
+    M : int
+        Grid points of theta and of the estimates, ``3 <= M <= 1000``.
+    solver : str, optional
+        LP solver (see :func:`private_bayes_lp`).
+    """
+    target = check_choice("target", target, SCOPE_TARGETS)
+    K = check_int("K", K, minimum=1, maximum=200)
+    eps = check_positive("eps", eps)
+    M = check_int("M", M, minimum=3, maximum=1000)
+    theta = np.linspace(0.0, 1.0, M)
+    g = _scope_target(target, theta)
+    est = np.linspace(float(g.min()), float(g.max()), M)
+    L = (g[:, None] - est[None, :]) ** 2
+    Q = binomial_likelihood(K, theta)
+    pi = uniform_prior(theta)
+    lp = private_bayes_lp(L, Q, pi, eps, chain_neighbours(K + 1), solver=solver, estimates=est)
+    ex = private_bayes_exact_count(L, Q, pi, eps, est)
+    post = Q * pi[None, :]
+    action = (post @ g) / post.sum(axis=1)
+    d = np.diff(action)
+    monotone = bool(np.all(d >= -1e-12) or np.all(d <= 1e-12))
+    return ex.risk / lp.risk - 1.0, monotone
