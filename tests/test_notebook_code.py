@@ -40,3 +40,18 @@ def test_code_cells_compile_without_warnings(rel: str) -> None:
     problems = [f"cell {i}: {w}" for i, cell in enumerate(cells) if cell["cell_type"] == "code"
                 for w in cell_warnings("".join(cell["source"]))]
     assert not problems, rel + "\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_every_captioned_figure_has_alt_text(notebook: str) -> None:
+    """A figure cell (``metadata.mystnb.figure``) also says what the image shows (``image.alt``, words, not a
+    path): the browser test finds a missing one only after a full build."""
+    nb = json.loads((ROOT / notebook).read_text(encoding="utf-8"))
+    missing = []
+    for i, cell in enumerate(nb["cells"]):
+        mystnb = cell.get("metadata", {}).get("mystnb", {})
+        if cell["cell_type"] == "code" and "figure" in mystnb:
+            alt = str(mystnb.get("image", {}).get("alt", "")).strip()
+            if len(alt.split()) < 5 or alt.endswith((".png", ".svg")):
+                missing.append(f"cell {i} ({mystnb['figure'].get('name', '?')})")
+    assert not missing, f"{notebook}: figure cells without alt text: {', '.join(missing)}"
