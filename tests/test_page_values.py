@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -326,7 +327,7 @@ def _literal(key: str, code: str) -> bool:
 def keys_not_literal(page: Path) -> list[str]:
     """``{glued}`` roles and ``{glue}`` blocks of ``page`` whose key does not appear, quoted, in the code
     of the notebook that glues it (a key built by an f-string cannot be grepped back to its line)."""
-    from dpbayes.book.pagevalues import glue_blocks
+    from dpbayes.book.pagevalues import glue_block_notebook, glue_blocks
 
     text = page.read_text(encoding="utf-8")
     refs = [(ref.ref, ref.key, f"line {ref.line}") for ref in glued_references(text)]
@@ -340,7 +341,7 @@ def keys_not_literal(page: Path) -> list[str]:
         if not _literal(key, code[nb]):
             problems.append(f"{where}: {key!r} is not written literally in {nb.relative_to(ROOT)}")
     for doc, key in glue_blocks(text):
-        nb = (ROOT / doc.lstrip("/")) if doc.startswith("/") else (page.parent / doc)
+        nb = glue_block_notebook(doc, page.parent, ROOT)
         if nb.is_file():
             code.setdefault(nb, _code_text(nb))
             if not _literal(key, code[nb]):
@@ -379,11 +380,17 @@ def test_chapter_page_is_within_the_reading_targets(page: str) -> None:
     assert not problems, "\n".join(problems)
 
 
+@functools.cache
+def _unused_glued_keys() -> dict[str, list[str]]:
+    """Read every page and notebook once for all notebooks of the test below."""
+    from dpbayes.book.pagesize import unused_glued_keys
+
+    return unused_glued_keys(ROOT)
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_every_glued_key_is_shown_on_a_page(notebook: str) -> None:
     """Glue nothing that no page uses (``python -m dpbayes.book.pagesize --unused-keys``): a glued key no page
     shows is a number nobody reads, and a sweep summary has every glued key as a column anyway."""
-    from dpbayes.book.pagesize import unused_glued_keys
-
-    unused = unused_glued_keys(ROOT)[notebook]
+    unused = _unused_glued_keys()[notebook]
     assert not unused, f"{notebook} glues keys that no page shows: {', '.join(unused)}"

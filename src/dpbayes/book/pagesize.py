@@ -133,7 +133,7 @@ def unused_glued_keys(root: Path) -> dict[str, list[str]]:
     """
     import json
 
-    from .pagevalues import GLUE_BLOCK_RE, glued_references, resolve_notebook, stored_glue_values
+    from .pagevalues import GLUE_BLOCK_RE, glue_block_notebook, glued_references, resolve_notebook, stored_glue_values
 
     root = Path(root)
     used: set[tuple[Path, str]] = set()
@@ -146,9 +146,7 @@ def unused_glued_keys(root: Path) -> dict[str, list[str]]:
             except ValueError:
                 pass
         for m in GLUE_BLOCK_RE.finditer(text):
-            doc = m.group("doc")
-            nb = (root / doc.lstrip("/")) if doc.startswith("/") else (page.parent / doc)
-            used.add((nb.with_suffix(".ipynb").resolve(), m.group("key")))
+            used.add((glue_block_notebook(m.group("doc"), page.parent, root).resolve(), m.group("key")))
     out: dict[str, list[str]] = {}
     for nb in sorted((root / "chapters").rglob("*.ipynb")):
         cells = json.loads(nb.read_text(encoding="utf-8")).get("cells", [])

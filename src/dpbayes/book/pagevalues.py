@@ -50,6 +50,7 @@ __all__ = [
     "glue_blocks",
     "resolve_notebook",
     "stored_glue_values",
+    "glue_block_notebook",
     "hand_typed_numbers",
 ]
 
@@ -322,14 +323,18 @@ def glue_blocks(text: str) -> list[tuple[str, str]]:
     return [(m.group("doc"), m.group("key")) for m in GLUE_BLOCK_RE.finditer(text)]
 
 
+def glue_block_notebook(doc: str, page_dir: Path, root: Path) -> Path:
+    """The notebook a ``{glue}`` block's ``:doc:`` option names: relative to the page, or to ``root`` with a ``/``."""
+    path = (Path(root) / doc.lstrip("/")) if doc.startswith("/") else (Path(page_dir) / doc)
+    return path if path.suffix == ".ipynb" else path.with_suffix(".ipynb")
+
+
 def resolve_glued_text(text: str, page_dir: Path, root: Path) -> str:
     """``text`` with every ``{glued}`` role and ``{glue}`` block replaced by its stored value (``?`` where none)."""
     cache: dict[Path, dict[str, str]] = {}
 
     def block(m: re.Match[str]) -> str:
-        doc = m.group("doc")
-        path = (root / doc.lstrip("/")) if doc.startswith("/") else (page_dir / doc)
-        path = path if path.suffix == ".ipynb" else path.with_suffix(".ipynb")
+        path = glue_block_notebook(m.group("doc"), page_dir, root)
         if not path.is_file():
             return "?"
         if path not in cache:
