@@ -51,6 +51,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -387,6 +388,21 @@ def chapter_dropdown(ch: ChapterClaims) -> list[str]:
     return lines
 
 
+def claims_tables(doctree: Any) -> Iterator[tuple[dict[str, int], list[Any]]]:
+    """``(columns, body rows)`` of every claims table of a doctree, in page order (:func:`claims_columns`)."""
+    from docutils import nodes
+
+    for table in doctree.findall(nodes.table):
+        head = next(table.findall(nodes.thead), None)
+        body = next(table.findall(nodes.tbody), None)
+        header_row = next(head.findall(nodes.row), None) if head is not None else None
+        if body is None or header_row is None:
+            continue
+        cols = claims_columns([entry.astext() for entry in header_row.children])
+        if cols is not None:
+            yield cols, [row for row in body.children if isinstance(row, nodes.row)]
+
+
 def _drop_leading_word(entry: Any, kind: str) -> None:
     """Remove the verdict word the badge repeats from the start of a cell (``Partly: at large K``)."""
     from docutils import nodes
@@ -423,17 +439,9 @@ def badge_verdict_cells(doctree: Any) -> int:
     from docutils import nodes
 
     n = 0
-    for table in doctree.findall(nodes.table):
-        head = next(table.findall(nodes.thead), None)
-        body = next(table.findall(nodes.tbody), None)
-        header_row = next(head.findall(nodes.row), None) if head is not None else None
-        if body is None or header_row is None:
-            continue
-        cols = claims_columns([entry.astext() for entry in header_row.children])
-        if cols is None:
-            continue
-        for row in body.children:
-            if not isinstance(row, nodes.row) or len(row.children) <= cols["verdict"]:
+    for cols, rows in claims_tables(doctree):
+        for row in rows:
+            if len(row.children) <= cols["verdict"]:
                 continue
             entry = row.children[cols["verdict"]]
             labels = [c for c in entry.children if isinstance(c, nodes.raw)]  # label_stacked_cells' label
@@ -467,22 +475,10 @@ def label_claim_rows(doctree: Any) -> int:
     The dashboard links each claim to its row; the rows are counted over the claims tables in the
     order :func:`collect_claims` reads them (included files in place). Returns how many were labelled.
     """
-    from docutils import nodes
-
     n = 0
-    for table in doctree.findall(nodes.table):
-        head = next(table.findall(nodes.thead), None)
-        body = next(table.findall(nodes.tbody), None)
-        if head is None or body is None:
-            continue
-        header_row = next(head.findall(nodes.row), None)
-        if header_row is None:
-            continue
-        names = [entry.astext() for entry in header_row.children]
-        if claims_columns(names) is None:
-            continue
-        for row in body.children:
-            if isinstance(row, nodes.row) and any(entry.astext().strip() for entry in row.children):
+    for _, rows in claims_tables(doctree):
+        for row in rows:
+            if any(entry.astext().strip() for entry in row.children):
                 n += 1
                 row["ids"].append(CLAIM_ROW_ID.format(n))
     return n
