@@ -17,7 +17,7 @@ from scipy import stats
 
 pytest.importorskip("opendp")
 
-from dpbayes import audit, counting, release, ubapp  # noqa: E402
+from dpbayes import audit, counting, counting_risk, estimator_choice, release, ubapp  # noqa: E402
 from dpbayes.lbapp import lbapp_mse  # noqa: E402
 
 ALPHA = 1e-4  # false-alarm rate of each statistical test below
@@ -200,6 +200,21 @@ def test_laplace_release_reports_the_chapter4_bayes_estimate():
         assert r.mean_abs_error == counting.mean_abs_error(estimator, 100, 0.3, 0.1)
     # chapter 4: 3.397 (mean) and 3.388 (median) at n = 100, p = 0.3, eps = 0.1
     assert release.LaplaceCountRelease(100, 0.1, p=0.3).mean_abs_error == pytest.approx(3.397, abs=5e-4)
+
+
+def test_laplace_release_reports_its_worst_risk_over_the_counts():
+    n, p, eps = 40, 0.3, 1.0
+    for estimator in ("mean", "median"):
+        mech = release.LaplaceCountRelease(n, eps, p=p, estimator=estimator)
+        r = mech.release(12)
+        assert r.estimand == "count" and r.loss == "absolute" and r.bayes_risk == r.mean_abs_error
+        # independent route: the risk at each fixed count by chapter 4's integrator (counting_risk)
+        per_count = counting_risk.fixed_count_risk(np.arange(n + 1), estimator, n, p, eps, "abs")
+        assert r.worst_risk == pytest.approx(float(per_count.max()), rel=1e-9)
+        # the known p pulls towards n p: the worst count is an end point, and far above the average
+        assert int(np.argmax(per_count)) in (0, n) and r.worst_risk > 5 * r.bayes_risk
+        assert stats.binom.pmf(np.arange(n + 1), n, p) @ per_count == pytest.approx(r.bayes_risk, rel=1e-9)
+    assert release.LaplaceCountRelease(estimator_choice.LAPLACE_ABS_MAX_N + 1, eps, p=p).worst_risk is None
 
 
 @pytest.mark.parametrize(

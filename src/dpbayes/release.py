@@ -1121,7 +1121,18 @@ class CountRelease:
         ``"mean"`` or ``"median"``.
     mean_abs_error : float
         Exact ``E|C - estimate|`` under the ``Binomial(n, p)`` prior (Naldi & D'Acquisto eq. (12),
-        :func:`dpbayes.counting.mean_abs_error`).
+        :func:`dpbayes.counting.mean_abs_error`): the Bayes risk in absolute loss.
+    estimand : str
+        ``"count"``.
+    loss : str
+        ``"absolute"``: the loss of ``bayes_risk`` and ``worst_risk``.
+    bayes_risk : float
+        The same number as ``mean_abs_error``. All of it is added by privacy (without noise the count
+        is known exactly), so it is also the privacy-added risk.
+    worst_risk : float or None
+        Exact largest ``E[|C - estimate| | C = c]`` over the true counts ``c`` (the known ``p`` pulls the
+        estimate towards ``n p``, so it is attained at ``c = 0`` or ``n``); ``None`` above
+        :data:`dpbayes.estimator_choice.LAPLACE_ABS_MAX_N`.
     """
 
     estimate: float
@@ -1132,6 +1143,13 @@ class CountRelease:
     estimator: str
     mean_abs_error: float
     estimand: str = "count"
+    loss: str = "absolute"
+    worst_risk: float | None = None
+
+    @property
+    def bayes_risk(self) -> float:
+        """The Bayes risk in absolute loss (``mean_abs_error``), all of it added by privacy."""
+        return self.mean_abs_error
 
 
 class LaplaceCountRelease:
@@ -1161,9 +1179,8 @@ class LaplaceCountRelease:
     Privacy guarantee: eps-differential privacy for data sets differing in one record (the count
     moves by at most 1): OpenDP's Laplace measurement on floats, privacy map at distance 1 checked
     ``<= eps``; the estimate is post-processing. Uses ``dp.enable_features("contrib")``. For a count
-    the optimal mechanism (:class:`OptimalProportionRelease`, geometric noise) is at least as
-    accurate: chapter 4 measures Laplace + posterior mean at 1.003 (eps = 0.1) and 1.157
-    (eps = 1) times the optimal mean absolute error (n = 100, p = 0.3).
+    geometric noise followed by the same posterior summary (:class:`GeometricCountRelease`) is at least
+    as accurate on average over the prior (chapters 4 and 5 measure by how much).
     """
 
     def __init__(self, n: int, eps: float, *, p: float, estimator: str = "mean") -> None:
@@ -1174,6 +1191,27 @@ class LaplaceCountRelease:
         self._measurement = opendp_measurement("laplace", self.eps)
         self.eps_spent = float(self._measurement.map(1.0))
         self._mae: float | None = None
+        self._worst: tuple[float | None] | None = None
+
+    @property
+    def worst_risk(self) -> float | None:
+        """Exact largest ``E[|C - estimate| | C = c]`` over the counts ``c = 0..n`` (computed on first use,
+        :func:`dpbayes.estimator_choice.candidate_abs_risk`); ``None`` for ``n`` above
+        :data:`dpbayes.estimator_choice.LAPLACE_ABS_MAX_N`."""
+        if self._worst is None:
+            if self.n > estimator_choice.LAPLACE_ABS_MAX_N:
+                self._worst = (None,)
+            else:
+                name = "laplace-bayes" if self.estimator == "mean" else "laplace-median"
+                per_count = estimator_choice.candidate_abs_risk(
+                    name, self.n, self.eps, estimator_choice.CountPrior.binomial(self.p)) * self.n
+                self._worst = (float(np.max(per_count)),)
+        return self._worst[0]
+
+    @property
+    def bayes_risk(self) -> float:
+        """The Bayes risk in absolute loss: :attr:`mean_abs_error`."""
+        return self.mean_abs_error
 
     @property
     def mean_abs_error(self) -> float:
@@ -1193,6 +1231,7 @@ class LaplaceCountRelease:
         return CountRelease(
             estimate=float(estimate), noisy_count=y, n=self.n, eps=self.eps,
             eps_spent=self.eps_spent, estimator=self.estimator, mean_abs_error=self.mean_abs_error,
+            worst_risk=self.worst_risk,
         )
 
 
