@@ -78,3 +78,28 @@ def test_bad_input_is_rejected():
         hellinger_beta(0.0, 1.0, 1.0, 1.0)
     with pytest.raises(ValueError, match="same number of categories"):
         hellinger_dirichlet([1.0, 2.0], [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("a1, b1, a2, b2", [(3.0, 5.0, 4.0, 4.0), (1.05, 50.05, 2.05, 49.05), (0.02, 3.0, 1.02, 2.0), (40.5, 60.5, 45.5, 55.5)])
+def test_total_variation_and_kl_against_quadrature(a1, b1, a2, b2):
+    from scipy import integrate, stats
+
+    from dpbayes.distances import kl_beta, total_variation_beta
+
+    p, q = stats.beta(a1, b1), stats.beta(a2, b2)
+    tv = integrate.quad(lambda t: abs(p.pdf(t) - q.pdf(t)) / 2, 0, 1, limit=400, points=[1e-3, 0.01, 0.1, 0.5])[0]
+    assert total_variation_beta(a1, b1, a2, b2) == pytest.approx(tv, rel=1e-6)
+    kl = integrate.quad(lambda t: p.pdf(t) * (p.logpdf(t) - q.logpdf(t)), 0, 1, limit=400, points=[1e-3, 0.01, 0.1, 0.5])[0]
+    assert kl_beta(a1, b1, a2, b2) == pytest.approx(kl, rel=1e-6)
+    assert total_variation_beta(a1, b1, a1, b1) == 0.0 and kl_beta(a1, b1, a1, b1) == 0.0
+    # TV is symmetric, KL is not
+    assert total_variation_beta(a2, b2, a1, b1) == pytest.approx(total_variation_beta(a1, b1, a2, b2), rel=1e-10)
+
+
+def test_total_variation_needs_equal_sums():
+    from dpbayes.distances import kl_beta, total_variation_beta
+
+    with pytest.raises(ValueError, match="a1 \\+ b1 must equal"):
+        total_variation_beta(1.0, 2.0, 2.0, 2.0)
+    with pytest.raises(ValueError, match="b2 must be > 0"):
+        kl_beta(1.0, 1.0, 1.0, 0.0)

@@ -573,3 +573,23 @@ def test_three_category_lp_and_geometric_generalisation():
         pr.geometric_multi_release_log_distribution((1, 2), eps, (1.0, 1.0))
     with pytest.raises(ValueError, match="200"):
         pr.optimal_release_lp_multi(30, eps, prior)
+
+
+@pytest.mark.parametrize("prior", [(1.0, 1.0), (0.02, 3.0)])
+def test_loss_matrices_of_the_other_distances(prior):
+    from dpbayes.distances import kl_beta, total_variation_beta
+
+    n = 12
+    a, b = prior
+    for loss in pr.LP_LOSSES:
+        L = pr.binary_loss_matrix(n, prior, loss)
+        assert L.shape == (n + 1, n + 1) and np.all(np.diag(L) == 0) and pr.is_monotone_loss(L)
+    x, j = 3, 7
+    p, q = (a + x, b + n - x), (a + j, b + n - j)
+    assert pr.binary_loss_matrix(n, prior, "tv")[x, j] == pytest.approx(total_variation_beta(*p, *q), rel=1e-14)
+    assert pr.binary_loss_matrix(n, prior, "kl_true_release")[x, j] == pytest.approx(kl_beta(*p, *q), rel=1e-14)
+    assert pr.binary_loss_matrix(n, prior, "kl_release_true")[x, j] == pytest.approx(kl_beta(*q, *p), rel=1e-14)
+    assert pr.binary_loss_matrix(n, prior, "mean_abs")[x, j] == pytest.approx(q[0] / (a + b + n) - p[0] / (a + b + n), rel=1e-12)
+    assert pr.binary_loss_matrix(n, prior, "mean_sq")[x, j] == pytest.approx((4 / (a + b + n)) ** 2, rel=1e-12)
+    with pytest.raises(ValueError, match="loss"):
+        pr.binary_loss_matrix(n, prior, "wasserstein")

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 from scipy.optimize import linprog
 
-from dpbayes.distances import hellinger_dirichlet
+from dpbayes.distances import hellinger_dirichlet, kl_beta, total_variation_beta
 from dpbayes.geometric import truncated_geometric_logmatrix
 from dpbayes.posterior_accuracy import _GOOD_SET_RTOL, binary_distance_matrix
 from dpbayes.privacy_loss import _max_log_ratio, neighbour_pairs
@@ -77,7 +77,7 @@ __all__ = [
 # prior when ``L[x, j]`` is non-decreasing in ``|j - x|`` for every ``x``. It is computed by chapter 1's
 # :func:`dpbayes.ubapp.private_bayes_exact_count` (here with an identity likelihood), at any ``n`` where an
 # ``(n + 1) x (n + 1)`` matrix fits, and checked against the LP where both are computed.
-LP_LOSSES = ("hellinger", "good_set")
+LP_LOSSES = ("hellinger", "good_set", "tv", "kl_true_release", "kl_release_true", "mean_abs", "mean_sq")
 LP_OBJECTIVES = ("bayes", "minimax")
 #: Log-space tolerance of the DP certificate.
 LP_DP_LOG_TOL = 1e-9
@@ -118,11 +118,29 @@ class ReleaseLP:
 def binary_loss_matrix(n: int, prior: ArrayLike, loss: str = "hellinger") -> NDArray[np.float64]:
     """``L[x, j]``: the loss of releasing candidate ``j`` on data set ``x`` (two categories).
 
-    ``"hellinger"``: ``H(Beta(a + x, b + n - x), Beta(a + j, b + n - j))``. ``"good_set"``: ``1`` when the
-    release is outside the good set ``R_g(x) = {r : H(DirP(x), r) <= LS(x)}`` (notes Cor 2.5.2), else 0.
+    With ``p_x = Beta(a + x, b + n - x)`` the true and ``p_j`` the released posterior:
+    ``"hellinger"``: ``H(p_x, p_j)``; ``"good_set"``: ``1`` when the release is outside the good set
+    ``R_g(x) = {r : H(DirP(x), r) <= LS(x)}`` (notes Cor 2.5.2), else 0; ``"tv"``: total variation
+    distance (:func:`dpbayes.distances.total_variation_beta`); ``"kl_true_release"``: ``KL(p_x || p_j)``;
+    ``"kl_release_true"``: ``KL(p_j || p_x)`` (:func:`dpbayes.distances.kl_beta`); ``"mean_abs"`` and
+    ``"mean_sq"``: absolute and squared error of the released posterior mean, ``|j - x| / (a + b + n)`` and
+    its square. Every loss is 0 on the diagonal.
     """
     loss = check_choice("loss", loss, LP_LOSSES)
     alpha = check_prior(prior, 2)
+    n = check_int("n", n, minimum=1, maximum=3000)
+    if loss in ("tv", "kl_true_release", "kl_release_true", "mean_abs", "mean_sq"):
+        post = candidate_counts(n, 2) + alpha
+        x1, y1 = post[:, None, 0], post[:, None, 1]
+        x2, y2 = post[None, :, 0], post[None, :, 1]
+        if loss == "tv":
+            return np.asarray(total_variation_beta(x1, y1, x2, y2))
+        if loss == "kl_true_release":
+            return np.asarray(kl_beta(x1, y1, x2, y2))
+        if loss == "kl_release_true":
+            return np.asarray(kl_beta(x2, y2, x1, y1))
+        steps = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :]) / (alpha.sum() + n)
+        return steps if loss == "mean_abs" else steps**2
     D = binary_distance_matrix(n, alpha)
     if loss == "hellinger":
         return D

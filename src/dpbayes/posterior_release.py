@@ -11,7 +11,9 @@ re-exports every name of the modules that hold one concept each,
 * :mod:`dpbayes.posterior_statements` -- the notes' statements (Thm 2.3, Thm 2.5 and corollaries)
   made precise and checked as exact margins;
 * :mod:`dpbayes.posterior_optimal` -- the best eps-DP release (LP with a certificate, closed form,
-  minimax by column generation, the LP over all compositions for ``k >= 3``).
+  minimax by column generation, the LP over all compositions for ``k >= 3``);
+* :mod:`dpbayes.posterior_geometric` (not re-exported) -- the exact cost factors of LSHist and
+  LSHist-round over the geometric mechanism and the closed-form certificate of its optimality.
 
 ``from dpbayes import posterior_release as pr`` and every ``pr.<name>`` the chapter's notebooks and
 tests use keep working. Every function that takes a mechanism name accepts every name of
