@@ -220,3 +220,131 @@ def test_bad_input():
         is_dual_feasible(np.ones((2, 3)), np.ones(2), 1.0)
     with pytest.raises(ValueError, match="C"):
         is_dual_feasible(np.array([[np.nan, 1.0]]), np.ones(2), 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# The condition: single-crossing expected losses => the exact solver's certificate is feasible
+# --------------------------------------------------------------------------------------------
+
+
+N_MONOTONE_CASES = 200  # per loss
+
+
+@pytest.mark.parametrize("loss", ["squared", "absolute"])
+def test_monotone_targets_single_crossing_and_certified(loss):
+    """The tested identity of issue 36: monotone target, Beta prior, binomial count, squared or absolute loss
+    => the costs are single-crossing and the exact solver's dual is feasible (relative gap <= 1e-9)."""
+    from dpbayes.certificates import random_target_problem, single_crossing
+
+    rng = np.random.default_rng(36)
+    for _ in range(N_MONOTONE_CASES):
+        C, eps = random_target_problem(rng, True, loss)
+        assert single_crossing(C)
+        assert certify_count_problem(C, eps).relative_gap <= 1e-9
+
+
+def test_single_crossing_unstructured_costs_certified():
+    """The condition alone, without any statistical structure: random cost matrices that happen to be
+    single-crossing are all certified (and the others are not all certified)."""
+    from dpbayes.certificates import single_crossing
+
+    rng = np.random.default_rng(7)
+    n_sc = n_other_gap = 0
+    for _ in range(6000):
+        n, m = int(rng.integers(2, 6)), int(rng.integers(2, 5))
+        eps = float(10 ** rng.uniform(-1.5, 1))
+        C = rng.uniform(size=(m, n))
+        gap = certify_count_problem(C, eps).relative_gap
+        if single_crossing(C):
+            n_sc += 1
+            assert gap <= 1e-9
+        elif gap > 1e-6:
+            n_other_gap += 1
+    assert n_sc > 500 and n_other_gap > 10
+
+
+def test_counterexamples_to_weaker_conditions():
+    """theta(1 - theta): not single-crossing and a certified gap; a monotone non-private Bayes action alone
+    (argmin of each column non-decreasing) is not enough: a 3 x 5 cost matrix with a gap the LP confirms."""
+    from dpbayes.certificates import single_crossing, target_cost_matrix
+
+    theta = np.linspace(0.0, 1.0, 41)
+    g = theta * (1 - theta)
+    C = target_cost_matrix(12, theta, uniform_prior(theta), g, np.linspace(0.0, 0.25, 41))
+    assert not single_crossing(C)
+    assert certify_count_problem(C, 0.3).relative_gap > 1e-2
+
+    C = np.array([[0.18169404, 0.59714176, 0.86796031, 0.90681684, 0.13655278],
+                  [0.83271406, 0.07558418, 0.12028516, 0.53522316, 0.97533718],
+                  [0.66689442, 0.95521791, 0.96054005, 0.9027065, 0.04294145]])
+    eps = 0.586040061876424
+    assert np.all(np.diff(np.argmin(C, axis=0)) >= 0) and not single_crossing(C)
+    n = C.shape[1]
+    lp = private_bayes_lp(n * C.T, np.eye(n), np.full(n, 1.0 / n), eps, chain_neighbours(n))
+    exact = private_bayes_exact_count(n * C.T, np.eye(n), np.full(n, 1.0 / n), eps)
+    assert exact.risk / lp.risk - 1 > 0.05
+    assert certify_count_problem(C, eps).relative_gap > 0.05
+
+
+def test_single_crossing_definition():
+    from dpbayes.certificates import single_crossing
+
+    assert single_crossing([[0.0, 1.0, 2.0], [1.0, 1.0, 0.5]])  # + then - : the larger estimate wins later
+    assert single_crossing([[1.0, 1.0, 0.5], [0.0, 1.0, 2.0]])  # - then +: the count reversed
+    assert not single_crossing([[0.0, 1.0, 2.0], [1.0, 1.0, 0.5], [0.0, 1.0, 2.0]])  # pairs in both directions
+    assert not single_crossing([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0]])  # two crossings
+    assert single_crossing([[1.0, 2.0]])
+    with pytest.raises(ValueError, match="rtol"):
+        single_crossing([[1.0, 2.0]], rtol=-1.0)
+
+
+@pytest.mark.parametrize("eps", [0.2, 1.3])
+def test_proof_identities(eps):
+    """The two identities of the proof sketch in notebook 01a.
+
+    (1) For an extreme ray p of the DP cone, A^{-1} p = p at peaks, -p at valleys, 0 elsewhere (A[z, y] = a^|z-y|).
+    (2) phi(z) = e^{eps z} (A D)(z) has phi(z + 1) - phi(z) = (e^{2 eps} - 1) e^{2 eps z} sum_{y > z} e^{-eps y} D(y).
+    """
+    rng = np.random.default_rng(3)
+    n = 9
+    z = np.arange(n)
+    A = np.exp(-eps * np.abs(z[:, None] - z[None, :]))
+    for _ in range(20):
+        signs = rng.choice([-1.0, 1.0], size=n - 1)
+        p = np.exp(eps * np.concatenate([[0.0], np.cumsum(signs)]))
+        left_ok = np.concatenate([[True], signs > 0])  # the first point, or p[y] > p[y - 1]
+        right_ok = np.concatenate([signs < 0, [True]])  # the last point, or p[y] > p[y + 1]
+        peak = left_ok & right_ok
+        valley = np.concatenate([[False], signs < 0]) & np.concatenate([signs > 0, [False]])
+        expected = np.where(peak, p, np.where(valley, -p, 0.0))
+        assert np.allclose(np.linalg.solve(A, p), expected, atol=1e-10 * p.max())
+        D = rng.normal(size=n)
+        phi = np.exp(eps * z) * (A @ D)
+        psi = np.array([np.sum(np.exp(-eps * z[z > k]) * D[z > k]) for k in range(n)])
+        assert np.allclose(np.diff(phi), ((np.exp(2 * eps) - 1) * np.exp(2 * eps * z) * psi)[:-1], rtol=1e-9, atol=1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# Outputs off the grid
+# --------------------------------------------------------------------------------------------
+
+
+def test_off_grid_bound():
+    from dpbayes.certificates import off_grid_bound
+    from dpbayes.lbapp import clipped_lbapp_mse
+
+    coarse, fine = off_grid_bound(20, 1.0, 101), off_grid_bound(20, 1.0, 2001)
+    for bd in (coarse, fine):
+        assert 0 < bd.lower <= bd.upper
+        assert bd.upper == pytest.approx(ubapp_exact(20, 1.0).risk, rel=1e-12)
+        # the grid optimum (real outputs rounded) lies above the lower bound
+        assert bd.grid_lower >= bd.lower
+        # any eps-DP estimator with real outputs is above the bound: clipped LBaPP
+        assert clipped_lbapp_mse(20, 1.0) >= bd.lower
+    # the bound's width is about h / sqrt(MSE) and shrinks with the spacing
+    assert fine.relative_width < coarse.relative_width / 10
+    assert coarse.relative_width == pytest.approx(coarse.h / np.sqrt(coarse.upper), rel=0.05)
+    with pytest.raises(ValueError, match="M_out"):
+        off_grid_bound(20, 1.0, 1)
+    with pytest.raises(ValueError, match="eps"):
+        off_grid_bound(20, 0.0)

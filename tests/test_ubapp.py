@@ -483,3 +483,39 @@ def test_target_scope_gap():
     assert not mono and gap > 1e-3
     with pytest.raises(ValueError, match="target"):
         target_scope_gap("theta^3", 6, 1.0)
+
+
+def test_largest_scope_gap():
+    from dpbayes.ubapp import largest_scope_gap, target_scope_gap
+
+    e_star, gap = largest_scope_gap("theta(1-theta)", 6, M=21, n_scan=7)
+    assert gap > 1e-3
+    for e in (e_star * 0.8, e_star * 1.25, 0.01, 10.0):
+        assert target_scope_gap("theta(1-theta)", 6, e, M=21)[0] <= gap + 1e-9
+    # a monotone target: no gap anywhere
+    assert largest_scope_gap("theta^2", 6, M=21, n_scan=5)[1] < 1e-9
+    with pytest.raises(ValueError, match="eps_range"):
+        largest_scope_gap("theta", 6, eps_range=(1.0, 0.5))
+
+
+def test_two_and_three_point_grids_identify_theta():
+    """Issue 36, item 3: grids {0, 1} and {0, 1/2, 1} give (nearly) identical deficits at Fig. 4's eps.
+
+    On such grids the count tells the grid points apart almost surely (theta = 0 gives y = 0, theta = 1 gives
+    y = K, theta = 1/2 gives y near K/2), so UBaPP's Bayes risk is almost 0 on both and the deficit is minus
+    LBaPP's MSE (continuous prior), whatever the grid. For {0, 1} the risk is exact: the remap reports the
+    nearer end, and the risk is half the total weight of the noisy counts on the wrong side.
+    """
+    from dpbayes.lbapp import lbapp_mse
+    from dpbayes.ubapp import grid_deficit
+
+    K, eps = 6, 0.7
+    G = np.exp(truncated_geometric_logmatrix(K, eps))  # G[z, y]
+    exact = 0.5 * np.sum(np.minimum(G[:, 0], G[:, K]))  # the remap errs with the smaller likelihood
+    assert ubapp_exact(K, eps, np.array([0.0, 1.0])).risk == pytest.approx(exact, rel=1e-12)
+    for e in (1.0, 3.0, 5.0):
+        d2, d3 = grid_deficit(100, e, 2), grid_deficit(100, e, 3)
+        assert d2 == pytest.approx(-lbapp_mse(100, e), abs=1e-12)
+        assert abs(d3 - d2) < 1e-8
+    # a four-point grid is no longer identified by the count: its risk is visible
+    assert grid_deficit(100, 1.0, 4) - grid_deficit(100, 1.0, 2) > 1e-5

@@ -52,6 +52,11 @@ __all__ = [
     "dual_lower_bound",
     "certify_count_problem",
     "certify_ubapp",
+    "single_crossing",
+    "random_target_problem",
+    "target_cost_matrix",
+    "OffGridBound",
+    "off_grid_bound",
 ]
 
 
@@ -244,3 +249,197 @@ def certify_ubapp(K: int, eps: float, theta_grid: ArrayLike, loss: str = "square
     C = expected_loss_matrix(Q * pi[None, :], theta, theta, loss).T  # (n_est, n_obs)
     primal = ubapp_exact(K, eps, theta, prior=prior, loss=loss).risk
     return certify_count_problem(C, eps, primal_risk=primal)
+
+
+# --------------------------------------------------------------------------------------------
+# When is the exact solver optimal? The single-crossing condition (issue 36)
+# --------------------------------------------------------------------------------------------
+
+
+def _crossing_down(C: NDArray[np.float64], tol: float) -> bool:
+    for k in range(C.shape[0] - 1):
+        D = C[k + 1 :] - C[k][None, :]
+        s = np.where(D > tol, 1, np.where(D < -tol, -1, 0))
+        # once a difference has been negative it may not become positive again
+        seen_neg = np.maximum.accumulate(s < 0, axis=1)
+        if np.any(seen_neg[:, :-1] & (s[:, 1:] > 0)):
+            return False
+    return True
+
+
+def single_crossing(C: ArrayLike, rtol: float = 1e-12) -> bool:
+    """True iff every pair of rows of ``C`` crosses at most once, the later row winning on the same side.
+
+    ``C[k, y]`` is the (unnormalised) expected loss of estimate ``k`` at count ``y``, rows ordered by the
+    estimate. The condition: for every ``k < k'`` the difference ``C[k', y] - C[k, y]`` changes sign at
+    most once as ``y`` grows, from ``+`` to ``-`` for every pair (or, the count reversed, from ``-`` to ``+``
+    for every pair); entries within ``rtol * max|C|`` of zero are skipped. It implies that the non-private
+    Bayes action ``argmin_k C[k, y]`` is monotone in ``y``; for a likelihood with a monotone likelihood ratio
+    and a loss increasing in ``|g(theta) - t|`` it follows from ``g`` monotone (variation diminishing).
+    Cost ``O(n_est^2 n_obs)``.
+
+    Parameters
+    ----------
+    C : array_like, shape (n_est, n_obs)
+        Expected-loss matrix, finite.
+    rtol : float
+        Relative size below which a difference counts as zero, ``>= 0``.
+    """
+    C = _cost_matrix(C)
+    if not (np.isfinite(rtol) and rtol >= 0):
+        raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
+    tol = rtol * float(np.max(np.abs(C)))
+    return _crossing_down(C, tol) or _crossing_down(C[:, ::-1], tol)
+
+
+def target_cost_matrix(
+    K: int, theta_grid: ArrayLike, prior: ArrayLike, target: ArrayLike, estimates: ArrayLike, loss: str = "squared"
+) -> NDArray[np.float64]:
+    """``C[k, y] = sum_j L(g_j, t_k) pi_j Binom(y; K, theta_j)`` for estimating ``g(theta)`` from a count.
+
+    Parameters
+    ----------
+    K : int
+        Trials, ``>= 1``.
+    theta_grid : array_like, shape (M,)
+        Parameter grid in ``[0, 1]``.
+    prior : array_like, shape (M,)
+        Prior probabilities on the grid.
+    target : array_like, shape (M,)
+        Values ``g(theta_j)`` of the estimand.
+    estimates : array_like, shape (n_est,)
+        Candidate estimates ``t_k``.
+    loss : {"squared", "absolute"}
+        ``(g - t)^2`` or ``|g - t|``.
+    """
+    from dpbayes.ubapp import binomial_likelihood
+
+    K = check_int("K", K, minimum=1)
+    theta = np.asarray(theta_grid, dtype=float)
+    Q = binomial_likelihood(K, theta)
+    pi = np.asarray(prior, dtype=float)
+    g = np.asarray(target, dtype=float)
+    t = np.asarray(estimates, dtype=float)
+    if pi.shape != theta.shape or g.shape != theta.shape:
+        raise ValueError(f"prior and target must have the shape of theta_grid {theta.shape}, got {pi.shape} and {g.shape}")
+    if t.ndim != 1 or t.size == 0 or not np.all(np.isfinite(t)):
+        raise ValueError("estimates must be a non-empty 1-d array of finite numbers")
+    if loss not in ("squared", "absolute"):
+        raise ValueError(f"loss must be 'squared' or 'absolute', got {loss!r}")
+    diff = np.abs(g[:, None] - t[None, :])
+    L = diff**2 if loss == "squared" else diff
+    return (Q @ (pi[:, None] * L)).T
+
+
+def random_target_problem(
+    rng: np.random.Generator, monotone: bool, loss: str = "squared"
+) -> tuple[NDArray[np.float64], float]:
+    """A random problem of estimating ``g(theta)`` from a binomial count: ``(C, eps)`` for :func:`certify_count_problem`.
+
+    ``K`` uniform in ``1..30``, a grid of ``M`` (5..41) equally spaced thetas with a ``Beta(a, b)`` prior on it
+    (``log10 a, log10 b`` uniform in ``[-0.5, 1]``), eps log-uniform in ``[0.01, 10]``, 3..29 estimates drawn
+    uniformly in the range of ``g``. ``monotone=True``: ``g`` increasing or decreasing at random (cumulative
+    sums of exponential steps); ``False``: ``g(theta_j)`` independent uniforms.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of randomness.
+    monotone : bool
+        Whether the target is monotone in theta.
+    loss : {"squared", "absolute"}
+        Loss in the target, see :func:`target_cost_matrix`.
+    """
+    from dpbayes.ubapp import beta_prior_on_grid
+    from dpbayes.validation import check_rng
+
+    rng = check_rng("rng", rng)
+    K, M = int(rng.integers(1, 31)), int(rng.integers(5, 42))
+    eps = float(10 ** rng.uniform(-2, 1))
+    theta = np.linspace(0.0, 1.0, M)
+    a, b = 10 ** rng.uniform(-0.5, 1.0, 2)
+    if monotone:
+        g = np.cumsum(rng.exponential(size=M))
+        g = (g - g[0]) / (g[-1] - g[0])
+        g = g if rng.random() < 0.5 else g[::-1]
+    else:
+        g = rng.uniform(size=M)
+    est = np.sort(rng.uniform(g.min(), g.max(), int(rng.integers(3, 30))))
+    return target_cost_matrix(K, theta, beta_prior_on_grid(theta, a, b), g, est, loss), eps
+
+
+# --------------------------------------------------------------------------------------------
+# Outputs off the grid (squared loss): rounding is post-processing
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffGridBound:
+    """Bounds on the Bayes MSE of every eps-DP estimator of ``theta`` from the count, outputs anywhere in R.
+
+    Attributes
+    ----------
+    lower : float
+        ``(sqrt(grid_lower) - h/2)^2``: no eps-DP estimator with real outputs has a smaller Bayes MSE.
+    upper : float
+        Bayes MSE of the geometric mechanism + posterior mean (real outputs; eps-DP), so the optimum lies
+        in ``[lower, upper]``.
+    grid_lower : float
+        Certified lower bound (:func:`certify_count_problem`) for estimators with outputs on the grid.
+    h : float
+        Spacing of the output grid.
+    """
+
+    lower: float
+    upper: float
+    grid_lower: float
+    h: float
+
+    @property
+    def relative_width(self) -> float:
+        """``(upper - lower) / upper``: how far any estimator with real outputs can be below ``upper``."""
+        return (self.upper - self.lower) / self.upper
+
+
+def off_grid_bound(K: int, eps: float, M_out: int = 5000, beta_prior: tuple[float, float] = (1.0, 1.0)) -> OffGridBound:
+    """Lower and upper bounds on the best Bayes MSE over *all* eps-DP estimators of theta with real outputs.
+
+    Continuous ``Beta(a, b)`` prior on theta, ``K`` Bernoulli trials, the count released (neighbours ``y``,
+    ``y + 1``), squared loss. An estimator ``delta`` with real outputs can be clipped to ``[0, 1]`` (never
+    worse, theta being in ``[0, 1]``) and rounded to the nearest point of the grid of ``M_out`` equally
+    spaced points (spacing ``h = 1 / (M_out - 1)``): both are post-processing, so the rounded estimator is
+    eps-DP with outputs on the grid, and by Minkowski's inequality its root MSE is at most
+    ``sqrt(MSE(delta)) + h/2``. Hence ``MSE(delta) >= (sqrt(LP_h) - h/2)^2`` where ``LP_h`` is the optimum
+    over grid outputs, itself bounded below by a dual certificate (:func:`certify_count_problem` on
+    ``C[k, y] = P(y) ((t_k - m_y)^2 + v_y)``, ``m_y`` and ``v_y`` the posterior mean and variance, ``P(y)``
+    Beta-binomial). The upper bound is the geometric mechanism + posterior mean
+    (:func:`dpbayes.ubapp.ubapp_exact` without grid).
+
+    Parameters
+    ----------
+    K : int
+        Trials, ``1 <= K <= 2000``.
+    eps : float
+        Privacy parameter, ``> 0``.
+    M_out : int
+        Points of the output grid, ``2 <= M_out <= 200000``.
+    beta_prior : tuple of float
+        ``(a, b)``, both ``> 0``.
+    """
+    from dpbayes.ubapp import betabinom_logpmf, ubapp_exact
+
+    K = check_int("K", K, minimum=1, maximum=2000)
+    eps = check_positive("eps", eps)
+    M_out = check_int("M_out", M_out, minimum=2, maximum=200000)
+    a, b = check_positive("beta_prior[0]", beta_prior[0]), check_positive("beta_prior[1]", beta_prior[1])
+    y = np.arange(K + 1, dtype=float)
+    p_y = np.exp(betabinom_logpmf(y, K, a, b))
+    m = (a + y) / (a + b + K)
+    v = m * (1.0 - m) / (a + b + K + 1.0)
+    t = np.linspace(0.0, 1.0, M_out)
+    C = p_y[None, :] * ((t[:, None] - m[None, :]) ** 2 + v[None, :])
+    cert = certify_count_problem(C, eps)
+    h = 1.0 / (M_out - 1)
+    root = max(float(np.sqrt(max(cert.lower_bound, 0.0))) - h / 2.0, 0.0)
+    upper = ubapp_exact(K, eps, beta_prior=(a, b)).risk
+    return OffGridBound(lower=root**2, upper=upper, grid_lower=cert.lower_bound, h=h)

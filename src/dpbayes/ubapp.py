@@ -82,6 +82,7 @@ __all__ = [
     "grid_deficit",
     "SCOPE_TARGETS",
     "target_scope_gap",
+    "largest_scope_gap",
     "bayes_risk",
     "MAX_FULL_DATA_K",
     "hamming_neighbours",
@@ -1268,3 +1269,48 @@ def target_scope_gap(target: str, K: int, eps: float, M: int = 41, solver: str |
     d = np.diff(action)
     monotone = bool(np.all(d >= -1e-12) or np.all(d <= 1e-12))
     return ex.risk / lp.risk - 1.0, monotone
+
+
+def largest_scope_gap(
+    target: str, K: int, M: int = 41, eps_range: tuple[float, float] = (1e-2, 10.0), n_scan: int = 13,
+    solver: str | None = None,
+) -> tuple[float, float]:
+    """``(eps*, gap)``: the largest :func:`target_scope_gap` over eps in ``eps_range``, located by optimisation.
+
+    A scan of ``n_scan`` log-spaced values of eps, then bounded Brent search in log eps between the
+    neighbours of the largest scanned gap (``xatol = 1e-4``); the better of the two is returned.
+
+    Parameters
+    ----------
+    target : str
+        One of :data:`SCOPE_TARGETS`.
+    K : int
+        Trials, ``1 <= K <= 200``.
+    M : int
+        Grid points of theta and of the estimates, ``3 <= M <= 1000``.
+    eps_range : tuple of float
+        ``(low, high)``, ``0 < low < high``.
+    n_scan : int
+        Scanned values, ``>= 3``.
+    solver : str, optional
+        LP solver (see :func:`private_bayes_lp`).
+    """
+    from scipy.optimize import minimize_scalar
+
+    target = check_choice("target", target, SCOPE_TARGETS)
+    lo, hi = check_positive("eps_range", np.asarray(eps_range, dtype=float))
+    if not lo < hi:
+        raise ValueError(f"eps_range must be increasing, got {eps_range!r}")
+    n_scan = check_int("n_scan", n_scan, minimum=3)
+
+    def gap(log_e: float) -> float:
+        return target_scope_gap(target, K, float(np.exp(log_e)), M=M, solver=solver)[0]
+
+    grid = np.log(np.geomspace(lo, hi, n_scan))
+    vals = np.array([gap(g) for g in grid])
+    k = int(np.argmax(vals))
+    res = minimize_scalar(lambda g: -gap(g), bounds=(grid[max(k - 1, 0)], grid[min(k + 1, n_scan - 1)]),
+                          method="bounded", options={"xatol": 1e-4})
+    if -float(res.fun) > vals[k]:
+        return float(np.exp(res.x)), -float(res.fun)
+    return float(np.exp(grid[k])), float(vals[k])
