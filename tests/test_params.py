@@ -67,6 +67,10 @@ def test_invalid_overrides_name_the_parameter(declared, name, value, fragment):
         "eps: float = 1.0  # no range given\n",
         "eps: complex = 1.0  # meaning; range (0, inf)\n",
         "eps: float = -1.0  # default outside its own range; range (0, inf)\n",
+        "eps: float = 1.0  # test value outside the range; range (0, inf); test -1\n",
+        "method: str = \"a\"  # test value not a choice; choices a, b; test c\n",
+        "eps: float = 1.0  # empty test value; range (0, inf); test\n",
+        "eps: float = 1.0  # test value without a range; test 0.5\n",
     ],
 )
 def test_malformed_cells_are_rejected(bad_cell):
@@ -97,3 +101,18 @@ def test_list_of_choices_from_the_command_line():
     assert validate_overrides(declared, {"methods": ["b"]}) == {"methods": ["b"]}
     with pytest.raises(ParameterError, match="methods must be one of a, b, c, got 'd'"):
         validate_overrides(declared, {"methods": "a,d"})
+
+
+def test_the_test_value_is_declared_with_the_parameter():
+    cell = (
+        "eps: float = 1.0  # privacy; with a semicolon; range (0, inf); test 0.5\n"
+        "eps_grid: list[float] = [0.1]  # grid; range (0, inf); test 2.0,0.5\n"
+        "method: str = \"a\"  # how; choices a, b; test b\n"
+        "K: int = 3  # no test value; range [1, 9]\n"
+    )
+    declared = parse_parameters_source(cell)
+    assert declared["eps"].test == "0.5" and declared["eps"].meaning == "privacy; with a semicolon"
+    assert declared["eps"].allowed == "(0, inf)"
+    assert declared["eps_grid"].convert(declared["eps_grid"].test) == [2.0, 0.5]
+    assert declared["method"].test == "b" and declared["method"].choices == ("a", "b")
+    assert declared["K"].test is None

@@ -2,11 +2,16 @@
 
 Grammar of the cell (one parameter per line, annotated assignment plus a comment)::
 
-    eps: float = 1.0  # privacy parameter epsilon; range (0, inf)
-    K: int = 100  # number of Bernoulli trials; range [1, 100000]
-    eps_grid: list[float] = [0.001, 0.002]  # eps values on the x axis; range (0, inf)
-    method: str = "exact"  # how the metric is computed; choices exact, mc
-    seed: int = 1  # seed of numpy.random.default_rng; range [0, inf)
+    eps: float = 1.0  # privacy parameter epsilon; range (0, inf); test 0.5
+    K: int = 100  # number of Bernoulli trials; range [1, 100000]; test 12
+    eps_grid: list[float] = [0.001, 0.002]  # eps values on the x axis; range (0, inf); test 2.0,0.5
+    method: str = "exact"  # how the metric is computed; choices exact, mc; test mc
+    seed: int = 1  # seed of numpy.random.default_rng; range [0, inf); test 2
+
+The optional last clause ``test VALUE`` (written as on the command line: a comma list for a list) is the
+small, fast value, different from the default, with which the test suite runs the notebook
+(``tests/test_nondefault_runs.py``): each parameter is declared once, with its default, its allowed
+range and its test value.
 
 ``type`` is one of ``int``, ``float``, ``bool``, ``str``, ``list[int]``, ``list[float]``, ``list[str]``; the range
 applies to every element of a list; ``inf`` bounds are allowed; a list must not be empty. Numbers are written
@@ -55,6 +60,8 @@ class Parameter:
     low_open: bool = False
     high_open: bool = False
     choices: tuple[str, ...] = field(default_factory=tuple)
+    #: The value the test suite runs the notebook with (command-line text), or ``None`` if not declared.
+    test: str | None = None
 
     @property
     def allowed(self) -> str:
@@ -171,8 +178,15 @@ def _parse_comment(name: str, comment: str) -> dict[str, Any]:
     if ";" not in body:
         raise ParameterError(f"parameter {name}: comment must be '# meaning; range [a, b]' or '# meaning; choices a, b'")
     meaning, spec = body.rsplit(";", 1)
+    out: dict[str, Any] = {}
+    if spec.strip().startswith("test"):
+        test = spec.strip()[len("test"):].strip()
+        if not test or ";" not in meaning:
+            raise ParameterError(f"parameter {name}: write the test value last, as '# meaning; range [a, b]; test VALUE'")
+        out["test"] = test
+        meaning, spec = meaning.rsplit(";", 1)
     spec = spec.strip()
-    out: dict[str, Any] = {"meaning": meaning.strip()}
+    out["meaning"] = meaning.strip()
     if spec.startswith("range"):
         m = _RANGE_RE.match(spec[len("range"):])
         if not m:
@@ -211,6 +225,11 @@ def parse_parameters_source(source: str) -> dict[str, Parameter]:
         default = ast.literal_eval(node.value)
         param = Parameter(name=name, type=type_name, default=default, **spec)
         param.convert(default)  # the default itself must satisfy the declaration
+        if param.test is not None:
+            try:
+                param.convert(param.test)
+            except ParameterError as err:
+                raise ParameterError(f"parameter {name}: its test value does not satisfy the declaration: {err}") from None
         params[name] = param
     return params
 
