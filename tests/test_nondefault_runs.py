@@ -35,7 +35,7 @@ NONDEFAULT: dict[str, dict[str, str]] = {
     "01a-lp-and-exact-solver": {"K": "12", "M_spot": "11", "eps_spot": "2.0,0.5", "solver": "CLARABEL", "n_generic": "2",
                                 "inaccuracy_solvers": "CLARABEL", "M_inaccuracy": "11", "eps_inaccuracy": "2.0", "seed": "2",
                                 "K_full": "2,3", "M_full": "9", "eps_full": "0.5", "M_add_remove": "11", "eps_add_remove": "0.5",
-                                "K_scope": "4", "eps_scope": "0.7", "M_scope": "11"},
+                                "K_scope": "4", "eps_scope": "0.7", "M_scope": "11", "n_condition_cases": "3"},
     "01b-mse-vs-eps": {"K": "12", "M_theta": "101", "n_runs": "200", "eps_grid_high": "0.005,0.002", "eps_grid_low": "3.0,1.0",
                        "eps_headline": "0.5,0.02", "seed": "2"},
     "01c-mse-vs-K": {"K_max": "6", "eps_high": "0.002", "eps_low": "3.0", "M_theta": "101", "n_runs": "200",
