@@ -11,11 +11,13 @@ privacy reader asks instead:
   ``E|a - m(Y)|``, ``E(a - m(Y))**2`` and ``P(|a - m(Y)| < |a - Y|)`` (eq. (13) at fixed ``a``);
 * a **wrong prior**: the estimator built with ``p'`` while the counts follow ``Binomial(n, p)``;
 * a **Beta-binomial** (hierarchical) prior as the robust alternative;
-* the **coverage** of the posterior's equal-tailed credible interval at fixed counts;
 * the **geometric mechanism + posterior median** (the optimum of :mod:`dpbayes.counting`) at
-  fixed counts, by finite sums;
-* an individual's posterior odds after the release (the privacy claim of the paper's §1);
-* the **large-n** (Gaussian) limit of the error ratio and of ``P(closer)``.
+  fixed counts, by finite sums.
+
+Built on these, in modules of their own: the coverage of the posterior's credible interval
+(:mod:`dpbayes.counting_credible`), what the Bayes gain needs (:mod:`dpbayes.counting_gain`), an
+individual's posterior odds after the release (:mod:`dpbayes.counting_odds`) and the large-``n`` limits
+(:mod:`dpbayes.counting_limits`).
 
 Everything is exact in the sense of :mod:`dpbayes.counting`: integrals over the noisy response
 ``y``, closed form outside ``[0, n]`` (where every Bayes estimate is constant, because the factor
@@ -35,7 +37,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import integrate, optimize, special, stats
+from scipy import stats
 
 from dpbayes import counting as ct
 from dpbayes.validation import check_choice, check_int, check_positive, check_probability, check_rng
@@ -50,24 +52,32 @@ __all__ = [
     "fixed_count_risk",
     "average_risk",
     "misspecified_ratio",
-    "credible_coverage",
-    "credible_width",
     "geometric_fixed_count_risk",
     "geometric_average_prob_closer",
     "monte_carlo_fixed_count",
-    "individual_odds_shift",
-    "gaussian_limit",
-    "lattice_limit",
-    "extreme_over_eps",
-    "GAIN_COLUMNS",
-    "gain_over_naive",
-    "monte_carlo_resolution",
-    "plugin_estimate",
-    "plugin_ratio",
-    "PRIOR_FREE",
-    "prior_free_fixed_count_ratio",
     "MAX_N_RISK",
 ]
+
+#: Names that lived here until the module was split (one concept per module); still importable from here,
+#: with a DeprecationWarning naming the new home.
+MOVED = {
+    **dict.fromkeys(("credible_width", "credible_coverage"), "dpbayes.counting_credible"),
+    **dict.fromkeys(("GAIN_COLUMNS", "gain_over_naive", "PRIOR_FREE", "prior_free_fixed_count_ratio", "plugin_estimate",
+                     "plugin_ratio", "monte_carlo_resolution"), "dpbayes.counting_gain"),
+    "individual_odds_shift": "dpbayes.counting_odds",
+    **dict.fromkeys(("gaussian_limit", "lattice_limit"), "dpbayes.counting_limits"),
+    "extreme_over_eps": "dpbayes.extremes",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(f"dpbayes.counting_risk.{name} moved to {MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(MOVED[name]), name)
+    raise AttributeError(f"module 'dpbayes.counting_risk' has no attribute {name!r}")
 
 PRIORS = ("binomial", "beta-binomial")
 RISK_ESTIMATORS = ("naive", "mean", "median")
@@ -422,90 +432,6 @@ def misspecified_ratio(
 
 
 # ---------------------------------------------------------------------------------------------
-# Coverage of the credible interval
-# ---------------------------------------------------------------------------------------------
-
-
-def _quantile_root(post: PriorPosterior, t: NDArray[np.int64], q: float) -> NDArray[np.float64]:
-    """Largest ``y`` in ``[0, n]`` with ``P(C <= t | y) >= q`` (60 halvings); ``+inf`` when all of it, ``-inf`` when none.
-
-    The posterior is stochastically increasing in ``y`` (log-concave Laplace kernel), so the set is ``y <= root``.
-    """
-    n = post.n
-
-    def ok(y: NDArray[np.float64]) -> NDArray[np.bool_]:
-        return post.cdf(t, y) >= q
-
-    lo = np.zeros(t.size)
-    hi = np.full(t.size, float(n))
-    ok_lo, ok_hi = ok(lo), ok(hi)
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        good = ok(mid)
-        lo = np.where(good, mid, lo)
-        hi = np.where(good, hi, mid)
-    y = 0.5 * (lo + hi)
-    y = np.where(ok_hi, np.inf, y)  # ok on all of [0, n], hence everywhere (constant outside)
-    return np.where(~ok_lo, -np.inf, y)
-
-
-def credible_width(
-    a: ArrayLike, n: int, p: float, eps: float, level: float = 0.9, prior: str = "binomial",
-    concentration: float | None = None,
-) -> NDArray[np.float64]:
-    """Expected span ``E[q_hi(Y) - q_lo(Y) | a]`` of the posterior's equal-tailed credible interval at fixed counts.
-
-    The quantiles of :func:`credible_coverage` are nondecreasing integer step functions of ``y``: ``q(y) > t``
-    exactly for ``y > y_t`` (the root of ``P(C <= t | y) = q``), so ``E[q(Y) | a] = sum_(t=0..n-1) P(Y > y_t | a)``,
-    a sum of Laplace tail probabilities (roots by bisection, as in :func:`credible_coverage`).
-    """
-    n, p, eps = _check_model(n, p, eps)
-    level = float(check_probability("level", level, open_interval=True))
-    prior, concentration = _check_prior(prior, concentration)
-    a_arr = _check_counts(a, n)
-    post = PriorPosterior(prior_logpmf(n, p, prior, concentration), eps)
-    t = np.arange(n, dtype=np.int64)
-    out = np.zeros(a_arr.size)
-    av = a_arr.reshape(-1).astype(float)
-    for sign, q in ((1.0, 0.5 * (1 + level)), (-1.0, 0.5 * (1 - level))):
-        roots = _quantile_root(post, t, q)
-        with np.errstate(invalid="ignore"):
-            tail = 1.0 - _laplace_cdf(roots[None, :] - av[:, None], eps)
-        tail = np.where(np.isneginf(roots)[None, :], 1.0, np.where(np.isposinf(roots)[None, :], 0.0, tail))
-        out += sign * tail.sum(axis=1)
-    return out.reshape(a_arr.shape)
-
-
-def credible_coverage(
-    a: ArrayLike, n: int, p: float, eps: float, level: float = 0.9, prior: str = "binomial",
-    concentration: float | None = None,
-) -> NDArray[np.float64]:
-    """Frequentist coverage at fixed counts of the posterior's equal-tailed credible interval.
-
-    The interval for response ``y`` is ``[q_lo(y), q_hi(y)]``, the posterior quantiles at
-    ``(1 - level)/2`` and ``(1 + level)/2`` (smallest integer ``t`` with ``P(C <= t | y) >= q``).
-    The Laplace kernel is log-concave in ``y - c``, so the posterior is stochastically increasing
-    in ``y``: ``q_lo(y) <= a`` exactly for ``y <= y1(a)`` and ``q_hi(y) >= a`` exactly for
-    ``y > y0(a)``; both roots are found by bisection (60 halvings of ``[0, n]``) and the
-    coverage is the Laplace probability ``P(y0 < Y <= y1 | a)``.
-    """
-    n, p, eps = _check_model(n, p, eps)
-    level = float(check_probability("level", level, open_interval=True))
-    prior, concentration = _check_prior(prior, concentration)
-    a_arr = _check_counts(a, n)
-    shape = a_arr.shape
-    av = a_arr.reshape(-1)
-    post = PriorPosterior(prior_logpmf(n, p, prior, concentration), eps)
-    q_lo, q_hi = 0.5 * (1 - level), 0.5 * (1 + level)
-
-    y1 = _quantile_root(post, av, q_lo)  # q_lo(y) <= a  <=>  P(C <= a | y) >= q_lo
-    y0 = _quantile_root(post, av - 1, q_hi)  # q_hi(y) < a  <=>  P(C <= a - 1 | y) >= q_hi
-    with np.errstate(invalid="ignore"):
-        cov = _laplace_cdf(y1 - av, eps) - _laplace_cdf(y0 - av, eps)
-    return np.clip(np.where(y1 > y0, cov, 0.0), 0.0, 1.0).reshape(shape)
-
-
-# ---------------------------------------------------------------------------------------------
 # Geometric mechanism + posterior median (the optimum) at fixed counts
 # ---------------------------------------------------------------------------------------------
 
@@ -613,340 +539,3 @@ def monte_carlo_fixed_count(
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# What the gain needs: known p, an unknown p, no prior at all
-# ---------------------------------------------------------------------------------------------
-
-#: The columns of :func:`gain_over_naive`: the paper's posterior mean with ``p`` known, with an unknown ``p``
-#: (a Beta prior on it, i.e. a Beta-binomial prior on the count), and two estimates that use no prior.
-GAIN_COLUMNS = (
-    "p known",
-    "flat prior on p",
-    "Jeffreys prior on p",
-    "plug-in p",
-    "Beta-binomial centred",
-    "rounded clamped count",
-    "truncated geometric",
-)
-
-
-def gain_over_naive(n: int, p: float, eps: float, concentration: float = 20.0) -> dict[str, float]:
-    """Average absolute error over the naive ``1/eps`` (eq. (14)) of the estimates of :data:`GAIN_COLUMNS`, exactly.
-
-    The counts are ``Binomial(n, p)`` (the paper's model); every error is averaged over that true prior.
-
-    * ``"p known"``: the paper's posterior mean (eq. (11)), Laplace noise;
-    * ``"flat prior on p"``, ``"Jeffreys prior on p"``: ``p ~ Beta(1, 1)`` or ``Beta(1/2, 1/2)``; the posterior mean of the count when ``p`` is
-      unknown with that Beta prior (the count is then Beta-binomial a priori), Laplace noise;
-    * ``"plug-in p"``: the posterior mean with ``p`` estimated from the noisy count itself
-      (:func:`plugin_estimate`, :func:`plugin_ratio`), Laplace noise;
-    * ``"Beta-binomial centred"``: ``p ~ Beta(concentration p, concentration (1 - p))``, centred on the
-      truth (the robust prior of :func:`misspecified_ratio`), Laplace noise;
-    * ``"rounded clamped count"``: the Laplace answer clamped to ``[0, n]`` and rounded: no prior, no ``p``;
-    * ``"truncated geometric"``: the two-sided geometric mechanism clamped to ``[0, n]``: no prior.
-
-    Computed by :func:`dpbayes.estimator_choice.compare_estimators` (absolute loss about ``c / n``,
-    multiplied by ``n``), whose Laplace + posterior mean candidate uses this module's integrator.
-
-    Parameters
-    ----------
-    n : int
-        Database size, ``1 <= n <= 2000`` (the absolute-loss limit of the Laplace candidates).
-    p : float
-        True predicate probability, in ``(0, 1)``.
-    eps : float
-        Privacy parameter, ``> 0`` (at most 20).
-    concentration : float
-        Concentration of the centred Beta-binomial prior, ``> 0``.
-
-    Returns
-    -------
-    dict
-        Column name -> error / naive error (below 1: better than the naive answer).
-    """
-    from dpbayes import estimator_choice as ec
-
-    n = check_int("n", n, minimum=1, maximum=ec.LAPLACE_ABS_MAX_N)
-    p = float(check_probability("p", p))
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p must lie in (0, 1), got {p}")
-    eps = float(check_positive("eps", eps))
-    concentration = float(check_positive("concentration", concentration))
-    truth = ec.CountPrior.binomial(p)
-    priors = {
-        "p known": truth,
-        "flat prior on p": ec.CountPrior.beta(1.0, 1.0),
-        "Jeffreys prior on p": ec.CountPrior.beta(0.5, 0.5),
-        "Beta-binomial centred": ec.CountPrior.beta(concentration * p, concentration * (1.0 - p)),
-    }
-    out: dict[str, float] = {}
-    for label, prior in priors.items():
-        cmp = ec.compare_estimators(n, eps, prior=prior, estimand="proportion", true_prior=truth,
-                                    candidates=["laplace-bayes"], loss="absolute")
-        out[label] = float(cmp.bayes_risk[0]) * n * eps
-    free = ec.compare_estimators(n, eps, prior=truth, estimand="proportion", true_prior=truth,
-                                 candidates=["laplace-rounded", "geometric"], loss="absolute")
-    risk = dict(zip(free.names, free.bayes_risk))
-    out["plug-in p"] = plugin_ratio(n, p, eps)
-    out["rounded clamped count"] = float(risk["laplace-rounded"]) * n * eps
-    out["truncated geometric"] = float(risk["geometric"]) * n * eps
-    return {k: out[k] for k in GAIN_COLUMNS}
-
-
-#: The estimates that use no prior and no ``p``: the Laplace answer clamped to ``[0, n]`` and rounded, and the
-#: truncated (clamped) two-sided geometric mechanism; values: their names in :data:`dpbayes.estimator_choice.CANDIDATES`.
-PRIOR_FREE = {"rounded clamped count": "laplace-rounded", "truncated geometric": "geometric"}
-
-
-def prior_free_fixed_count_ratio(estimate: str, n: int, eps: float) -> NDArray[np.float64]:
-    """``E|est - a|`` over the naive ``1/eps`` at every fixed true count ``a = 0..n`` for an estimate of :data:`PRIOR_FREE`.
-
-    Closed forms of :func:`dpbayes.estimator_choice.candidate_abs_risk` (absolute error about ``a / n``,
-    multiplied by ``n``). Neither estimate uses a prior, so the ratio is the same whatever ``p`` is.
-
-    Parameters
-    ----------
-    estimate : {"rounded clamped count", "truncated geometric"}
-    n : int
-        Database size, ``1 <= n <= 20000``.
-    eps : float
-        Privacy parameter, ``> 0`` (at most 20).
-
-    Returns
-    -------
-    ndarray, shape (n + 1,)
-    """
-    from dpbayes import estimator_choice as ec
-
-    estimate = check_choice("estimate", estimate, tuple(PRIOR_FREE))
-    n, _, eps = _check_model(n, 0.5, eps)
-    return np.asarray(ec.candidate_abs_risk(PRIOR_FREE[estimate], n, eps), dtype=float) * n * eps
-
-
-def plugin_estimate(y: ArrayLike, n: int, eps: float) -> NDArray[np.float64]:
-    """The posterior mean of the count with ``p`` estimated from the noisy count itself (a plug-in, empirical Bayes).
-
-    ``p_hat(y) = clip(y, 1/2, n - 1/2) / n`` (the clamped noisy count as a fraction, kept half a record from
-    the ends so that the prior is never certain of the count), then the paper's posterior mean (eq. (11)) with
-    the ``Binomial(n, p_hat(y))`` prior: no ``p`` needed, a function of ``y`` only, so as private as ``y``.
-    Constant for ``y <= 0`` and for ``y >= n``. ``O(n)`` per response (a dense posterior, in log space).
-
-    Parameters
-    ----------
-    y : array_like
-        Noisy responses.
-    n : int
-        Database size, ``1 <= n <= 20000``.
-    eps : float
-        Privacy parameter, ``> 0``.
-    """
-    n, _, eps = _check_model(n, 0.5, eps)
-    y_arr = np.asarray(y, dtype=float)
-    if not np.all(np.isfinite(y_arr)):
-        raise ValueError("y must be finite")
-    flat = np.clip(y_arr.reshape(-1), 0.0, float(n))
-    q = np.clip(flat, 0.5, n - 0.5) / n
-    c = np.arange(n + 1, dtype=float)
-    log_choose = special.gammaln(n + 1.0) - special.gammaln(c + 1.0) - special.gammaln(n - c + 1.0)
-    out = np.empty(flat.size)
-    rows = max(1, 4_000_000 // (n + 1))
-    for s in range(0, flat.size, rows):
-        yy, qq = flat[s : s + rows, None], q[s : s + rows, None]
-        lw = log_choose + c * np.log(qq) + (n - c) * np.log1p(-qq) - eps * np.abs(yy - c)
-        w = np.exp(lw - lw.max(axis=1, keepdims=True))
-        out[s : s + rows] = (w @ c) / w.sum(axis=1)
-    return out.reshape(y_arr.shape)
-
-
-def plugin_ratio(n: int, p: float, eps: float, mass_cut: float = 1e-15) -> float:
-    """Average absolute error of :func:`plugin_estimate` over the naive ``1/eps``, counts ``Binomial(n, p)``, exactly.
-
-    The fixed-count risk of :func:`fixed_count_risk` (closed-form tails, Gauss-Legendre between the points
-    where the estimate crosses an integer) averaged over the counts carrying all but ``mass_cut`` of the
-    binomial mass, as in :func:`average_risk`. ``O(n^2)`` work (the dense posterior at each node).
-    """
-    n, p, eps = _check_model(n, p, eps)
-    mass_cut = float(check_positive("mass_cut", mass_cut))
-    k = np.arange(n + 1)
-    w = stats.binom.pmf(k, n, p)
-    lo = max(int(stats.binom.ppf(mass_cut / 2, n, p)) - 1, 0)
-    hi = min(int(stats.binom.isf(mass_cut / 2, n, p)) + 1, n)
-    risk = _function_risk(lambda y: plugin_estimate(y, n, eps), k[lo : hi + 1].astype(float), n, eps, "abs")
-    return float(np.sum(w[lo : hi + 1] * risk) / np.sum(w[lo : hi + 1])) * eps
-
-
-def monte_carlo_resolution(n: int, p: float, eps: float, runs: int = 100_000) -> dict[str, float]:
-    """What a simulation of ``runs`` draws can resolve of the gap ``1/eps - E|C - m(Y)|``, exactly.
-
-    The paper (§4) estimates the Bayes error ``B = E|C - m(Y)|`` (posterior mean ``m``, ``p`` known) by the
-    mean of ``runs`` simulated absolute errors and compares it with the naive error ``1/eps`` (eq. (14)):
-    an unpaired design whose standard error is ``sqrt(Var|C - m(Y)| / runs)``. A paired design
-    simulates both errors on the same draws: ``sqrt(Var(|C - Y| - |C - m(Y)|) / runs)``. The variances follow
-    from the exact moments of :func:`average_risk` (``abs``, ``sq``, ``cross``).
-
-    Parameters
-    ----------
-    n, p, eps : database size (``<= 20000``), predicate probability, privacy parameter.
-    runs : int
-        Simulated draws, ``>= 2``.
-
-    Returns
-    -------
-    dict
-        ``gap`` (naive minus Bayes error), ``se_unpaired``, ``se_paired`` and the gap in units of each,
-        ``z_unpaired`` and ``z_paired``.
-    """
-    n, p, eps = _check_model(n, p, eps)
-    runs = check_int("runs", runs, minimum=2)
-    b = average_risk("mean", n, p, p, eps, "abs")
-    sq = average_risk("mean", n, p, p, eps, "sq")
-    cross = average_risk("mean", n, p, p, eps, "cross")
-    gap = 1.0 / eps - b
-    var_bayes = max(sq - b * b, 0.0)
-    var_diff = max(2.0 / eps**2 + sq - 2.0 * cross - gap * gap, 0.0)
-    se_u, se_p = np.sqrt(var_bayes / runs), np.sqrt(var_diff / runs)
-    return {"gap": gap, "se_unpaired": float(se_u), "se_paired": float(se_p),
-            "z_unpaired": gap / se_u if se_u > 0 else np.inf, "z_paired": gap / se_p if se_p > 0 else np.inf}
-
-
-# ---------------------------------------------------------------------------------------------
-# The privacy claim: what one individual's posterior odds do
-# ---------------------------------------------------------------------------------------------
-
-
-def individual_odds_shift(n: int, p: float, eps: float, y: ArrayLike) -> NDArray[np.float64]:
-    """``|log posterior odds - log prior odds|`` that record ``i`` satisfies the predicate, given ``Y = y``.
-
-    Records are independent ``Bernoulli(p)`` (the model behind eq. (10)); the count of the other
-    ``n - 1`` records is ``Binomial(n - 1, p)``. The likelihood ratio of ``x_i = 1`` to
-    ``x_i = 0`` is ``sum_c B(c) e^{-eps|y - c - 1|} / sum_c B(c) e^{-eps|y - c|}``, between
-    ``e^{-eps}`` and ``e^{eps}`` because the two Laplace densities are: the eps-DP bound, which
-    every function of ``y`` (the posterior mean among them) inherits.
-    """
-    n, p, eps = _check_model(n, p, eps)
-    if n < 2:
-        raise ValueError("n must be >= 2")
-    y = np.asarray(y, dtype=float)
-    post = PriorPosterior(stats.binom.logpmf(np.arange(n), n - 1, p), eps)
-    l1 = _log_norm(post, y - 1.0)
-    l0 = _log_norm(post, y)
-    return np.abs(l1 - l0)
-
-
-def _log_norm(post: PriorPosterior, y: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``log sum_c w_c exp(-eps |y - c|)`` for any real ``y`` (not clipped)."""
-    n = post.n
-    yc = np.clip(y, 0.0, float(n))
-    _, j, ey = post._prep(yc)
-    lz = post._log_z(0, j, ey)
-    # outside [0, n] the kernel changes by the factor exp(-eps * distance to the interval)
-    return lz - post.eps * (np.abs(y - yc))
-
-
-# ---------------------------------------------------------------------------------------------
-# Large n: the Gaussian approximation
-# ---------------------------------------------------------------------------------------------
-
-
-def gaussian_limit(n: int, p: float, eps: float) -> dict[str, float]:
-    """Error ratio and ``P(closer)`` of the posterior mean in the Gaussian approximation.
-
-    The count is replaced by ``N(np, s**2)``, ``s**2 = np(1 - p)``, and the posterior mean by its
-    linear form ``np + k (y - np)``, ``k = s**2 / (s**2 + 2/eps**2)`` (the posterior mean when the
-    Laplace noise is replaced by a normal one of the same variance ``2/eps**2``; for a wide prior
-    it is also the first-order tilt of the exact posterior mean). With ``D = C - np`` and the
-    Laplace noise ``R``, the error is ``k R - (1 - k) D``. Both quantities are one-dimensional
-    integrals over ``R`` (``scipy.integrate.quad``):
-
-    * ``ratio = E|k R - (1 - k) D| * eps`` (a folded normal given ``R``);
-    * ``closer = P(|k R - (1 - k) D| < |R|)``: given ``R = r > 0`` it is
-      ``Phi((1 + k) r / ((1 - k) s)) - Phi(-r / s)``.
-
-    The approximation forgets that the count is an integer: it is the large-``n`` limit only
-    where the noise is much wider than one count (``eps`` well below 1); compare
-    :func:`lattice_limit`.
-
-    Returns ``{"ratio", "closer"}``.
-    """
-    n, p, eps = _check_model(n, p, eps)
-    if not 0 < p < 1:
-        raise ValueError("p must lie in (0, 1)")
-    s = np.sqrt(n * p * (1 - p))
-    k = s**2 / (s**2 + 2.0 / eps**2)
-    d = (1 - k) * s  # sd of (1 - k) D
-
-    def folded(r: float) -> float:
-        mu = k * r
-        return d * np.sqrt(2 / np.pi) * np.exp(-0.5 * (mu / d) ** 2) + mu * (1 - 2 * special.ndtr(-mu / d))
-
-    def closer(r: float) -> float:
-        return special.ndtr((1 + k) * r / d) - special.ndtr(-r / s)
-
-    dens = lambda r: eps * np.exp(-eps * r)  # density of |R|
-    upper = 60.0 / eps
-    ratio = integrate.quad(lambda r: dens(r) * folded(r), 0, upper, limit=200, epsabs=1e-13, epsrel=1e-11)[0] * eps
-    prob = integrate.quad(lambda r: dens(r) * closer(r), 0, upper, limit=200, epsabs=1e-13, epsrel=1e-11)[0]
-    return {"ratio": float(ratio), "closer": float(prob)}
-
-
-def lattice_limit(eps: float) -> dict[str, float]:
-    """Error ratio and ``P(closer)`` of the posterior mean when the prior is flat over the integers.
-
-    The large-``n`` limit at fixed ``eps``: the binomial prior becomes flat on the scale of the
-    noise, but the count stays an integer, which the posterior mean still exploits (it pulls
-    ``y`` towards the nearest integers). Computed exactly with :func:`fixed_count_risk` at the
-    central count ``a = N/2`` of a uniform prior on ``{0, ..., N}``, ``N = 2 ceil(50 / eps)``, so
-    that both ends are ``50/eps`` away (their influence is below ``e^-50``). For a flat prior the
-    risk does not depend on ``a``: this is also the average risk.
-
-    Returns ``{"ratio", "closer", "N"}``.
-    """
-    eps = float(check_positive("eps", eps))
-    big_n = int(2 * np.ceil(50.0 / eps))
-    if big_n > MAX_N_RISK:
-        raise ValueError(f"eps must be >= {100.0 / MAX_N_RISK} for lattice_limit, got {eps}")
-    a = big_n // 2
-    ratio = float(fixed_count_risk(a, "mean", big_n, 0.5, eps, "abs", "beta-binomial", 2.0)) * eps
-    closer = float(fixed_count_risk(a, "mean", big_n, 0.5, eps, "closer", "beta-binomial", 2.0))
-    return {"ratio": ratio, "closer": closer, "N": big_n}
-
-
-# ---------------------------------------------------------------------------------------------
-# Extremes over eps by optimisation
-# ---------------------------------------------------------------------------------------------
-
-
-def extreme_over_eps(
-    f: Callable[[float], float], eps_min: float, eps_max: float, *, maximize: bool = False, n_coarse: int = 13,
-    xatol: float = 1e-4,
-) -> dict[str, Any]:
-    """Locate the smallest (or largest) value of ``f(eps)`` on ``[eps_min, eps_max]``.
-
-    A coarse log-spaced scan of ``n_coarse`` points brackets the best point (its two neighbours);
-    ``scipy.optimize.minimize_scalar`` (bounded, in ``log eps``, ``xatol``) refines it inside that
-    bracket. When the best scan point is an end of the range, the bracket is the end cell and the
-    result may be the end itself (reported as ``at_boundary``).
-
-    Returns ``{"eps", "value", "scan_eps", "scan_values", "at_boundary", "nfev"}``.
-    """
-    eps_min = float(check_positive("eps_min", eps_min))
-    eps_max = float(check_positive("eps_max", eps_max))
-    if not eps_min < eps_max:
-        raise ValueError(f"eps_min must be < eps_max, got {eps_min} and {eps_max}")
-    n_coarse = check_int("n_coarse", n_coarse, minimum=3, maximum=1000)
-    sign = -1.0 if maximize else 1.0
-    xs = np.linspace(np.log(eps_min), np.log(eps_max), n_coarse)
-    vals = np.array([sign * f(float(np.exp(x))) for x in xs])
-    i = int(np.argmin(vals))
-    lo, hi = xs[max(i - 1, 0)], xs[min(i + 1, n_coarse - 1)]
-    res = optimize.minimize_scalar(lambda x: sign * f(float(np.exp(x))), bounds=(lo, hi), method="bounded",
-                                   options={"xatol": xatol})
-    best_x, best_v = (res.x, res.fun) if res.fun <= vals[i] else (xs[i], vals[i])
-    return {
-        "eps": float(np.exp(best_x)),
-        "value": float(sign * best_v),
-        "scan_eps": np.exp(xs),
-        "scan_values": sign * vals,
-        "at_boundary": bool(np.isclose(best_x, xs[0], atol=10 * xatol) or np.isclose(best_x, xs[-1], atol=10 * xatol)),
-        "nfev": int(n_coarse + res.nfev),
-    }
