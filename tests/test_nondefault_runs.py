@@ -44,7 +44,7 @@ NONDEFAULT: dict[str, dict[str, str]] = {
     "01e-beyond-the-paper": {"K": "12", "M_theta": "101", "eps_grid": "1.0,0.01,0.1", "prior_a": "3.0", "prior_b": "2.0",
                              "K_thresholds": "20,5", "advantage_level": "0.05", "n_scan": "9", "eps_fixed_theta": "0.5,2.0", "n_theta_plot": "41",
                              "eps_fig4": "2.0,1.0", "M_scan_max": "12",
-                             "K_asymptotic": "20,5", "K_kappa": "500"},
+                             "K_asymptotic": "20,5", "K_kappa": "500", "eps_off_grid": "0.5", "M_out_fine": "201"},
     "02a-sensitivity-privacy": {"eps": "0.5", "n_max": "8", "prior_a": "1.0,0.1", "prior_b": "1.0,0.1", "gs_n_grid": "1,5,20",
                                 "ehdl_n_grid": "50,20", "ehds_betas": "1.0", "n_multi": "3,2", "loss_eps_grid": "0.5,0.05"},
     "02b-accuracy": {"eps": "0.5", "a": "2.0", "b": "3.0", "theta": "0.4", "n_small": "6", "n_large": "60",
