@@ -519,3 +519,40 @@ def test_two_and_three_point_grids_identify_theta():
         assert abs(d3 - d2) < 1e-8
     # a four-point grid is no longer identified by the count: its risk is visible
     assert grid_deficit(100, 1.0, 4) - grid_deficit(100, 1.0, 2) > 1e-5
+
+
+def test_add_remove_release_mse():
+    """The add/remove release (ones and zeros counts with geometric noise, n private): exact sum against a
+    direct Monte Carlo, and between the 2 eps lower bound and the prior variance."""
+    from dpbayes.certificates import off_grid_bound
+    from dpbayes.ubapp import add_remove_release_mse
+
+    K, eps = 10, 1.0
+    exact = add_remove_release_mse(K, eps, n_max=30)
+    # Monte Carlo of the same estimator, built independently from the posterior over (ones, zeros)
+    D = int(np.ceil(np.log(1e18) / eps))
+    outs = np.arange(-D, 30 + D + 1)
+    c = np.arange(31)
+    g = np.exp(-eps * np.abs(outs[:, None] - c[None, :]))
+    post_w = np.zeros((31, 31))
+    post_m = np.zeros((31, 31))
+    for ones in range(31):
+        for zeros in range(31 - ones):
+            post_w[ones, zeros] = 1.0 / (ones + zeros + 1)
+            post_m[ones, zeros] = (ones + 1) / (ones + zeros + 2)
+    est = (g @ (post_w * post_m) @ g.T) / (g @ post_w @ g.T)
+    rng = np.random.default_rng(5)
+    n = 200_000
+    theta = rng.uniform(size=n)
+    y = rng.binomial(K, theta)
+    p = -np.expm1(-eps)
+    a = y + rng.geometric(p, n) - rng.geometric(p, n)
+    b = K - y + rng.geometric(p, n) - rng.geometric(p, n)
+    err = (est[a + D, b + D] - theta) ** 2
+    assert exact == pytest.approx(err.mean(), abs=4 * err.std() / np.sqrt(n))
+    # add/remove eps-DP implies replace-one 2 eps-DP: never below the 2 eps optimum; below the prior variance
+    assert off_grid_bound(K, 2 * eps, 2001).lower <= exact < 1 / 12
+    with pytest.raises(ValueError, match="eps"):
+        add_remove_release_mse(K, 0.01)
+    with pytest.raises(ValueError, match="n_max"):
+        add_remove_release_mse(K, 1.0, n_max=5)

@@ -90,6 +90,7 @@ __all__ = [
     "ubapp_full_data_lp",
     "neighbour_tv",
     "add_remove_privacy_loss",
+    "add_remove_release_mse",
 ]
 
 #: Relative tolerance of the DP check, ``P[k, i] <= exp(eps) * P[k, i'] * (1 + DP_RTOL)``.
@@ -1205,6 +1206,50 @@ def add_remove_privacy_loss(K: int, eps: float, theta_grid: ArrayLike | None = N
         diff[both_impossible] = 0.0
         worst = max(worst, float(np.max(diff)))
     return worst
+
+
+def add_remove_release_mse(K: int, eps: float, n_max: int | None = None) -> float:
+    """Bayes MSE of an eps-DP release under add/remove neighbours with the number of records private.
+
+    Adding or removing one record changes the count of ones or the count of zeros by one, not both: the pair
+    has L1 sensitivity 1, so releasing both with independent two-sided geometric noise (``Pr(d) prop. to
+    e^{-eps |d|}``) is eps-DP for add/remove neighbours, and the size ``n`` stays private. The estimate is the
+    posterior mean of theta given both noisy counts under a uniform prior on theta and a flat prior on
+    ``n in {0, ..., n_max}`` (post-processing). Returned: its Bayes MSE when the true size is ``K`` (theta
+    uniform), an exact sum (noise tails beyond ``e^{-eps D} < 1e-18`` dropped).
+
+    Parameters
+    ----------
+    K : int
+        True number of records, ``1 <= K <= 1000``.
+    eps : float
+        Privacy parameter, ``0.05 <= eps <= 20`` (the noise support grows like ``1/eps``).
+    n_max : int, optional
+        Largest size under the flat prior on ``n``, ``>= K`` (default ``3 K``).
+    """
+    K = check_int("K", K, minimum=1, maximum=1000)
+    eps = float(check_positive("eps", eps))
+    if not 0.05 <= eps <= 20.0:
+        raise ValueError(f"eps must be in [0.05, 20], got {eps!r}")
+    n_max = 3 * K if n_max is None else check_int("n_max", n_max, minimum=K, maximum=3000)
+    D = int(np.ceil(np.log(1e18) / eps))
+    outs = np.arange(-D, n_max + D + 1, dtype=float)  # possible noisy counts
+    y = np.arange(n_max + 1, dtype=float)
+    G = np.tanh(eps / 2.0) * np.exp(-eps * np.abs(outs[:, None] - y[None, :]))  # (1 - a)/(1 + a) a^|d|, a = e^-eps
+    n = y[:, None] + y[None, :]  # (ones, zeros) -> size
+    inside = n <= n_max
+    H0 = np.where(inside, 1.0 / (n + 1.0), 0.0)  # prior weight of (ones, zeros): p(n) / (n + 1)
+    H1 = H0 * (y[:, None] + 1.0) / (n + 2.0)  # times E[theta | ones, zeros]
+    den = G @ H0 @ G.T
+    est = (G @ H1 @ G.T) / den  # est[a, b]: posterior mean given a noisy ones count a and zeros count b
+    m = (np.arange(K + 1) + 1.0) / (K + 2.0)  # posterior mean and variance given the true counts (n = K)
+    v = m * (1.0 - m) / (K + 3.0)
+    ones = G[:, : K + 1]  # law of the noisy ones count for y = 0..K
+    zeros = G[:, K::-1]  # law of the noisy zeros count for K - y
+    t1 = np.einsum("ay,ab,by->y", ones, est, zeros)
+    t2 = np.einsum("ay,ab,by->y", ones, est * est, zeros)
+    mass = ones.sum(axis=0) * zeros.sum(axis=0)
+    return float(np.mean(v + m * m * mass - 2.0 * m * t1 + t2))
 
 
 def grid_deficit(K: int, eps: float, M: int) -> float:
