@@ -49,13 +49,13 @@ from scipy import special
 
 from dpbayes._extras import lazy_module
 
+from dpbayes.extremes import refine_scanned_extreme
 from dpbayes.geometric import geometric_kernel_sums, geometric_row_factors
 from dpbayes.ubapp import _log_space_mean_offset, betabinom_logpmf
 from dpbayes.validation import check_choice, check_int, check_positive
 
 # loaded on first use: importing dpbayes.release (which uses this module) must stay light
 stats = lazy_module("scipy.stats")
-optimize = lazy_module("scipy.optimize")
 
 __all__ = [
     "ESTIMANDS",
@@ -735,18 +735,14 @@ def worst_theta_risk(
     """``(theta*, R(theta*))``: the largest risk over ``theta`` in ``[0, 1]``, located by optimisation.
 
     A grid of ``grid_points`` values, then bounded Brent search (``xatol = 1e-9``) between the grid
-    neighbours of the largest value; the end points are kept if larger.
+    neighbours of the largest value (:func:`dpbayes.extremes.refine_scanned_extreme`); the grid point is
+    kept if larger.
     """
     grid_points = check_int("grid_points", grid_points, minimum=5)
     grid = np.linspace(0.0, 1.0, grid_points)
     values = theta_risk(bias, msd, grid) if weights is None else _theta_risk_from(bias, msd, weights)
-    k = int(np.argmax(values))
-    best_t, best_v = float(grid[k]), float(values[k])
-    lo, hi = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, grid_points - 1)])
-    res = optimize.minimize_scalar(lambda t: -float(theta_risk(bias, msd, np.array([t]))[0]), bounds=(lo, hi),
-                                   method="bounded", options={"xatol": 1e-9})
-    if -float(res.fun) > best_v:
-        best_t, best_v = float(res.x), -float(res.fun)
+    best_t, best_v, _ = refine_scanned_extreme(lambda t: float(theta_risk(bias, msd, np.array([t]))[0]), grid, values,
+                                               maximize=True, xatol=1e-9)
     return best_t, best_v
 
 

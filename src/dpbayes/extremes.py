@@ -12,11 +12,55 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy import optimize
+from numpy.typing import NDArray
 
+from dpbayes._extras import lazy_module
 from dpbayes.validation import check_int, check_positive
 
-__all__ = ["extreme_over_eps"]
+# loaded on first use: dpbayes.release imports this module through estimator_choice and must stay light
+optimize = lazy_module("scipy.optimize")
+
+__all__ = ["refine_scanned_extreme", "extreme_over_eps"]
+
+
+def refine_scanned_extreme(
+    f: Callable[[float], float], grid: NDArray[np.float64], values: NDArray[np.float64], *, maximize: bool = False,
+    xatol: float = 1e-9,
+) -> tuple[float, float, int]:
+    """Refine the best point of a scan: bounded Brent between the grid neighbours of the best scanned value.
+
+    Parameters
+    ----------
+    f : callable
+        The function, of one float.
+    grid : ndarray
+        The scanned points, increasing (at least 2).
+    values : ndarray
+        ``f`` at ``grid`` (computed by the caller, often vectorised).
+    maximize : bool
+        Look for the largest value instead of the smallest.
+    xatol : float
+        Absolute tolerance of the bounded search, ``> 0``.
+
+    Returns
+    -------
+    (x, value, nfev)
+        The refined point if it is at least as good as the best scanned one, else that scanned point;
+        ``nfev`` counts the refinement's evaluations of ``f``.
+    """
+    grid = np.asarray(grid, dtype=float)
+    values = np.asarray(values, dtype=float)
+    if grid.ndim != 1 or grid.size < 2 or values.shape != grid.shape or not np.all(np.diff(grid) > 0):
+        raise ValueError("grid must be an increasing 1-d array of at least 2 points, with values of the same shape")
+    xatol = float(check_positive("xatol", xatol))
+    sign = -1.0 if maximize else 1.0
+    i = int(np.argmin(sign * values))
+    lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, grid.size - 1)])
+    res = optimize.minimize_scalar(lambda x: sign * f(float(x)), bounds=(lo, hi), method="bounded",
+                                   options={"xatol": xatol})
+    if res.fun <= sign * values[i]:
+        return float(res.x), float(sign * res.fun), int(res.nfev)
+    return float(grid[i]), float(values[i]), int(res.nfev)
 
 
 def extreme_over_eps(
@@ -37,19 +81,14 @@ def extreme_over_eps(
     if not eps_min < eps_max:
         raise ValueError(f"eps_min must be < eps_max, got {eps_min} and {eps_max}")
     n_coarse = check_int("n_coarse", n_coarse, minimum=3, maximum=1000)
-    sign = -1.0 if maximize else 1.0
     xs = np.linspace(np.log(eps_min), np.log(eps_max), n_coarse)
-    vals = np.array([sign * f(float(np.exp(x))) for x in xs])
-    i = int(np.argmin(vals))
-    lo, hi = xs[max(i - 1, 0)], xs[min(i + 1, n_coarse - 1)]
-    res = optimize.minimize_scalar(lambda x: sign * f(float(np.exp(x))), bounds=(lo, hi), method="bounded",
-                                   options={"xatol": xatol})
-    best_x, best_v = (res.x, res.fun) if res.fun <= vals[i] else (xs[i], vals[i])
+    vals = np.array([f(float(np.exp(x))) for x in xs])
+    best_x, best_v, nfev = refine_scanned_extreme(lambda x: f(float(np.exp(x))), xs, vals, maximize=maximize, xatol=xatol)
     return {
         "eps": float(np.exp(best_x)),
-        "value": float(sign * best_v),
+        "value": best_v,
         "scan_eps": np.exp(xs),
-        "scan_values": sign * vals,
+        "scan_values": vals,
         "at_boundary": bool(np.isclose(best_x, xs[0], atol=10 * xatol) or np.isclose(best_x, xs[-1], atol=10 * xatol)),
-        "nfev": int(n_coarse + res.nfev),
+        "nfev": int(n_coarse + nfev),
     }
