@@ -47,14 +47,14 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
     """Run one case in this process (called in a child); returns seconds and peak memory growth."""
     import numpy as np
 
-    from dpbayes import counting, release, ubapp
+    from dpbayes import counting, median_remap, release, ubapp
 
     def call() -> object:
         nonlocal n
         if name.startswith("proportion-absolute-eps"):
             return release.OptimalProportionRelease(n, float(name.removeprefix("proportion-absolute-eps")), loss="absolute").bayes_risk
         if name == "proportion-absolute-window":
-            return release.beta_posterior_median_remap_window(n, 1.0, 1.0, 1.0)[1]
+            return median_remap.beta_posterior_median_remap_window(n, 1.0, 1.0, 1.0)[1]
         if name == "proportion-squared" or name == "proportion-absolute":
             loss = "squared" if name.endswith("squared") else "absolute"
             if variant == "new":
