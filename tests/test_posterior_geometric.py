@@ -185,3 +185,16 @@ def test_validation():
         pg.geometric_threshold(L, w, (1.0, 0.5))
     with pytest.raises(ValueError, match="n"):
         pg.binary_geometric_threshold(0)
+
+
+def test_small_parameter_priors_raise_the_threshold_and_can_favour_the_floor():
+    # the page's finding: under Beta(0.02, 3) the geometric mechanism stops being optimal well above the uniform
+    # prior's threshold, and at eps = 3 (still below it) the floored LSHist beats it on the averaged error
+    n = 50
+    uniform = pg.binary_geometric_threshold(n, (1.0, 1.0)).eps_star
+    skewed = pg.binary_geometric_threshold(n, (0.02, 3.0))
+    assert skewed.sign_changes >= 1 and skewed.eps_star > 3 * uniform
+    w = pr.beta_binomial_data_prior(n, (0.02, 3.0))
+    flo, geo = (w @ _risks(m, n, 3.0, (0.02, 3.0)) for m in ("LSHist", "Geometric"))
+    assert flo < geo
+    assert not pg.binary_geometric_certificate(n, 3.0, (0.02, 3.0)).optimal
