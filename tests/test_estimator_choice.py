@@ -182,6 +182,20 @@ def test_a_prior_certain_of_the_count_is_refused():
 
 
 @pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
+def test_rounding_costs_cosh_at_every_count_clamped_or_not_for_both_losses(eps):
+    """Rounded Laplace noise is cosh(eps/2) times the geometric law off zero, and rounding commutes with clamping."""
+    n = 12  # most counts are near a bound
+    geo_sq = ec.candidate_moments("geometric", n, eps)[1]
+    rnd_sq = ec.candidate_moments("laplace-rounded", n, eps)[1]
+    np.testing.assert_allclose(rnd_sq / geo_sq, ec.interior_ratio("rounded", eps), rtol=1e-12)
+    rnd_abs = ec.candidate_abs_risk("laplace-rounded", n, eps)
+    np.testing.assert_allclose(rnd_abs / ec.candidate_abs_risk("geometric", n, eps), np.cosh(eps / 2), rtol=1e-12)
+    # the clamped (not rounded) Laplace count has no such identity near the bounds
+    lap_sq = ec.candidate_moments("laplace-clamped", n, eps)[1]
+    assert np.ptp(lap_sq / geo_sq) > 1e-3
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0, 4.0])
 def test_interior_ratios_are_the_closed_forms(eps):
     """In the middle of a long range (no clamping) the exact per-count risks equal the closed forms."""
     n = 4000

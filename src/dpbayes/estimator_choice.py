@@ -813,6 +813,10 @@ def interior_ratio(kind: str, eps: float) -> float:
     * ``kind="laplace"``: ``(sinh(eps/2) / (eps/2))^2``, the cost of continuous noise on an integer (``> 1``,
       ``1 + eps^2/12 + O(eps^4)``);
     * ``kind="rounded"``: ``cosh(eps/2)``, the cost of rounding Laplace noise instead of drawing integer noise.
+      This one holds exactly at *every* count, clamped or not, and for every loss that is zero at the truth:
+      Laplace noise rounded to an integer has ``cosh(eps/2)`` times the geometric law at every non-zero value
+      (chapter 2's identity, :func:`dpbayes.posterior_geometric.cost_factor` with ``kind="continuous"``), and rounding commutes with
+      clamping to ``{0..n}``.
 
     The posterior-mean remap of a Laplace count with a flat prior changes the first ratio only in the
     fifth significant digit far from the bounds up to ``eps = 1`` (``1.08610`` against ``1.08616``); at larger
