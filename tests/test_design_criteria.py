@@ -38,7 +38,7 @@ def test_symmetric_optimum_of_the_paper_score_is_the_chapters_exact_optimum():
     for eps in (1.0, 5.0):
         opt = dc.optimal_design(eps, "F_mumu", "symmetric", n_starts=6)
         _, b = truncation.best_interval(eps, "paper", refine=True)
-        assert opt.b == pytest.approx(b, rel=1e-4)
+        assert opt.b == pytest.approx(b, rel=3e-4)  # a flat optimum: ~1e-4 from the stopping rule
         assert opt.a == pytest.approx(-opt.b)
 
 

@@ -162,10 +162,9 @@ def _starts(design: str, n_starts: int) -> list[tuple[float, float]]:
 def optimal_design(eps: float, criterion: str, design: str, *, n_starts: int = 12) -> DesignOptimum:
     """Best interval of a design family under a criterion, by multi-start optimisation.
 
-    ``"symmetric"``: bounded scalar minimisation of the log loss in the log width on ``n_starts``
-    consecutive brackets of ``[log 0.02, log 24]`` (each bracket's minimum is a local optimum or a bracket
-    end), keeping the best. ``"offcentre"`` and ``"mirror"``: Nelder-Mead in ``(centre, log width)`` from
-    ``n_starts`` starting points (centres in ``[0, 2]``, widths in ``[0.05, 6]``); by the symmetry of N(0, 1)
+    Nelder-Mead on the log loss, in the log width (``"symmetric"``) or in ``(centre, log width)``
+    (``"offcentre"``, ``"mirror"``), widths restricted to ``[0.02, 24]``, from ``n_starts`` starting points
+    (widths log-spaced in ``[0.05, 6]``, centres in ``[0, 2]``), keeping the best; by the symmetry of N(0, 1)
     the centre ``>= 0`` representative is reported (for ``"offcentre"`` the mirror image has the same loss
     under every criterion here, since they depend on ``F[0, 1]`` through its square only).
 
@@ -176,7 +175,7 @@ def optimal_design(eps: float, criterion: str, design: str, *, n_starts: int = 1
     criterion : {"F_mumu", "harmonic", "A", "D"}
     design : {"symmetric", "offcentre", "mirror"}
     n_starts : int
-        Number of starting points (brackets), ``>= 2``.
+        Number of starting points, ``>= 2``.
     """
     eps_f = float(check_positive("eps", eps))
     check_choice("criterion", criterion, CRITERIA)
@@ -192,15 +191,13 @@ def optimal_design(eps: float, criterion: str, design: str, *, n_starts: int = 1
         value = float(criterion_loss(F, criterion))
         return float(np.log(value)) if np.isfinite(value) and value > 0 else np.inf
 
-    ends: list[tuple[float, float, float]] = []  # (loss, centre, log width)
-    if design == "symmetric":
-        edges = np.linspace(_LOG_WIDTH_MIN, _LOG_WIDTH_MAX, n_starts + 1)
-        for lo, hi in zip(edges[:-1], edges[1:]):
-            res = optimize.minimize_scalar(lambda lw: loss_cw(0.0, lw), bounds=(lo, hi), method="bounded",
-                                           options={"xatol": 1e-7})
-            ends.append((float(res.fun), 0.0, float(res.x)))
-    else:
-        for c0, lw0 in _starts(design, n_starts):
+    ends: list[tuple[float, float, float]] = []  # (log loss, centre, log width)
+    for c0, lw0 in _starts(design, n_starts):
+        if design == "symmetric":
+            res = optimize.minimize(lambda p: loss_cw(0.0, p[0]), np.array([lw0]), method="Nelder-Mead",
+                                    options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 400})
+            ends.append((float(res.fun), 0.0, float(res.x[0])))
+        else:
             res = optimize.minimize(lambda p: loss_cw(p[0], p[1]), np.array([c0, lw0]), method="Nelder-Mead",
                                     options={"xatol": 1e-5, "fatol": 1e-9, "maxiter": 600})
             ends.append((float(res.fun), abs(float(res.x[0])), float(res.x[1])))

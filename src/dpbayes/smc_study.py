@@ -35,7 +35,7 @@ __all__ = ["CREDIBLE_LEVEL", "METHODS", "error_summary", "weighted_quantile", "c
            "BaselineReplicate", "baseline_replicate", "baseline_study", "Replicate", "StudyConfig", "run_replicate", "simulation_study",
            "map_tasks", "replicate_mc_error", "seeded_two_stage_pilot", "seeded_interval_runs",
            "TRANSCRIPT_FIELDS", "released_transcript", "first_transcript_difference", "NeighbourCheck",
-           "neighbour_stream_check"]
+           "neighbour_stream_check", "PAIRED_VERDICTS", "PairedComparison", "paired_comparison", "sign_test_p"]
 
 #: Level of the credible intervals a replicate records (beyond the paper).
 CREDIBLE_LEVEL = 0.9
@@ -874,3 +874,107 @@ def neighbour_stream_check(
     loss = truncation.log_density_privatised_given_x(y, xs[k], lo, hi, eps) - truncation.log_density_privatised_given_x(y, x2[k], lo, hi, eps)
     return NeighbourCheck(k=k, first_difference=first_transcript_difference(a, b), same_interval_at_k=same_interval,
                           max_privacy_loss=float(np.max(np.abs(loss))))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Verdicts with their uncertainty (beyond the paper): paired comparisons of two estimators over shared
+# replicates (the same individuals and noise), and the sign test of a handful of runs.
+# ---------------------------------------------------------------------------------------------------
+
+#: Verdict words of :func:`paired_comparison`, from the first estimator's point of view.
+PAIRED_VERDICTS = ("more accurate", "less accurate", "indistinguishable", "undecided")
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Two estimators on the same replicates (see :func:`paired_comparison`)."""
+
+    #: number of shared replicates
+    n: int
+    #: ``MSE_b / MSE_a`` over the replicates (above 1: the first estimator is more accurate)
+    mse_ratio: float
+    #: paired bootstrap percentile interval of ``mse_ratio``
+    ci_low: float
+    ci_high: float
+    #: two-sided Wilcoxon signed-rank p-value of the paired differences ``|err_b| - |err_a|``
+    wilcoxon_p: float
+    #: how many replicates the first estimator has the smaller absolute error
+    wins: int
+    #: one of :data:`PAIRED_VERDICTS`
+    verdict: str
+
+
+def paired_comparison(
+    est_a: ArrayLike,
+    est_b: ArrayLike,
+    truth: float,
+    *,
+    level: float = 0.95,
+    equivalence: float = 1.25,
+    n_boot: int = 10000,
+    seed: int = 0,
+) -> PairedComparison:
+    """Is estimator ``a`` more accurate than ``b`` on the same replicates? MSE ratio with a paired bootstrap.
+
+    Replicate ``i`` gives both estimators the same data, so the errors are paired: the bootstrap resamples
+    replicate indices (``n_boot`` times, ``numpy.random.default_rng(seed)``) and recomputes
+    ``MSE_b / MSE_a``; the percentile interval at ``level`` decides the verdict: *more accurate* if it lies
+    above 1, *less accurate* if below 1, *indistinguishable* if it lies within
+    ``[1/equivalence, equivalence]``, otherwise *undecided* (the replicates cannot rank the two). The
+    Wilcoxon signed-rank test of ``|err_b| - |err_a|`` (a rank test of the absolute errors, robust to one
+    wild replicate) is reported beside it.
+
+    Parameters
+    ----------
+    est_a, est_b : array_like, shape (n,)
+        Estimates of the two estimators, replicate by replicate; ``n >= 2``.
+    truth : float
+        The true value.
+    level : float
+        Level of the bootstrap interval, in (0, 1).
+    equivalence : float
+        MSE ratio within which two estimators count as indistinguishable, ``> 1``.
+    """
+    a = _finite_1d("est_a", est_a)
+    b = _finite_1d("est_b", est_b)
+    if a.shape != b.shape or a.size < 2:
+        raise ValueError(f"est_a and est_b must have the same length >= 2, got {a.size} and {b.size}")
+    if not np.isfinite(truth):
+        raise ValueError(f"truth must be a finite number, got {truth!r}")
+    level = float(check_probability("level", level, open_interval=True))
+    equivalence = float(check_positive("equivalence", equivalence))
+    if equivalence <= 1.0:
+        raise ValueError(f"equivalence must be > 1, got {equivalence!r}")
+    n_boot = check_int("n_boot", n_boot, minimum=100)
+    seed = check_int("seed", seed, minimum=0)
+    ea, eb = (a - truth) ** 2, (b - truth) ** 2
+    if ea.sum() == 0:
+        raise ValueError("estimator a has zero error on every replicate: the MSE ratio is undefined")
+    idx = np.random.default_rng(seed).integers(0, a.size, size=(n_boot, a.size))
+    sa, sb = ea[idx].sum(axis=1), eb[idx].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(sa > 0, sb / sa, np.inf)
+    lo, hi = np.quantile(ratios, [(1 - level) / 2, (1 + level) / 2])
+    diff = np.abs(b - truth) - np.abs(a - truth)
+    p = float(stats.wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
+    if lo > 1.0:
+        verdict = "more accurate"
+    elif hi < 1.0:
+        verdict = "less accurate"
+    elif lo >= 1.0 / equivalence and hi <= equivalence:
+        verdict = "indistinguishable"
+    else:
+        verdict = "undecided"
+    return PairedComparison(n=int(a.size), mse_ratio=float(eb.sum() / ea.sum()), ci_low=float(lo), ci_high=float(hi),
+                            wilcoxon_p=p, wins=int(np.sum(diff > 0)), verdict=verdict)
+
+
+def sign_test_p(wins: int, n: int) -> float:
+    """Two-sided exact sign test: ``P`` of a split at least as lopsided as ``wins`` of ``n`` under 1/2.
+
+    With ``n = 5`` runs the smallest possible value is ``2 / 2^5 = 0.0625`` (``wins`` 0 or 5): five runs
+    cannot reach the 5 % level whatever they show.
+    """
+    n = check_int("n", n, minimum=1)
+    wins = check_int("wins", wins, minimum=0, maximum=n)
+    return float(stats.binomtest(wins, n, 0.5, alternative="two-sided").pvalue)
