@@ -893,9 +893,11 @@ class PairedComparison:
     n: int
     #: ``MSE_b / MSE_a`` over the replicates (above 1: the first estimator is more accurate)
     mse_ratio: float
-    #: paired bootstrap percentile interval of ``mse_ratio``
+    #: paired bootstrap percentile interval of ``mse_ratio`` (its size; the verdict uses ``permutation_p``)
     ci_low: float
     ci_high: float
+    #: two-sided sign-flip permutation p-value of ``log mse_ratio`` (exact level under exchangeable pairs)
+    permutation_p: float
     #: two-sided Wilcoxon signed-rank p-value of the paired differences ``|err_b| - |err_a|``
     wilcoxon_p: float
     #: how many replicates the first estimator has the smaller absolute error
@@ -914,15 +916,19 @@ def paired_comparison(
     n_boot: int = 10000,
     seed: int = 0,
 ) -> PairedComparison:
-    """Is estimator ``a`` more accurate than ``b`` on the same replicates? MSE ratio with a paired bootstrap.
+    """Is estimator ``a`` more accurate than ``b`` on the same replicates? MSE ratio, paired tests.
 
-    Replicate ``i`` gives both estimators the same data, so the errors are paired: the bootstrap resamples
-    replicate indices (``n_boot`` times, ``numpy.random.default_rng(seed)``) and recomputes
-    ``MSE_b / MSE_a``; the percentile interval at ``level`` decides the verdict: *more accurate* if it lies
-    above 1, *less accurate* if below 1, *indistinguishable* if it lies within
-    ``[1/equivalence, equivalence]``, otherwise *undecided* (the replicates cannot rank the two). The
-    Wilcoxon signed-rank test of ``|err_b| - |err_a|`` (a rank test of the absolute errors, robust to one
-    wild replicate) is reported beside it.
+    Replicate ``i`` gives both estimators the same data, so the errors are paired. The verdict is a
+    two-sided sign-flip permutation test of ``log(MSE_b / MSE_a)``: under the null hypothesis that the two
+    squared errors of a replicate are exchangeable, swapping them within random pairs (``n_boot`` times)
+    gives the statistic's null distribution, so the test has its level exactly (a paired percentile
+    bootstrap of the ratio rejects too often with 10-30 heavy-tailed replicates: about 10 % at the 5 %
+    level). *More accurate* / *less accurate* when ``permutation_p < 1 - level`` and the ratio is above /
+    below 1; otherwise *indistinguishable* if the paired bootstrap percentile interval of the ratio (replicate
+    indices resampled, same ``n_boot``) lies within ``[1/equivalence, equivalence]``, else *undecided* (the
+    replicates cannot rank the two). The Wilcoxon signed-rank test of ``|err_b| - |err_a|`` (a rank test of
+    the absolute errors, robust to one wild replicate) is reported beside it.
+    Random numbers: ``numpy.random.default_rng(seed)``.
 
     Parameters
     ----------
@@ -950,22 +956,32 @@ def paired_comparison(
     ea, eb = (a - truth) ** 2, (b - truth) ** 2
     if ea.sum() == 0:
         raise ValueError("estimator a has zero error on every replicate: the MSE ratio is undefined")
-    idx = np.random.default_rng(seed).integers(0, a.size, size=(n_boot, a.size))
+    if eb.sum() == 0:
+        raise ValueError("estimator b has zero error on every replicate: the MSE ratio is undefined")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, a.size, size=(n_boot, a.size))
     sa, sb = ea[idx].sum(axis=1), eb[idx].sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(sa > 0, sb / sa, np.inf)
     lo, hi = np.quantile(ratios, [(1 - level) / 2, (1 + level) / 2])
+    observed = abs(np.log(eb.sum() / ea.sum()))
+    swap = rng.random((n_boot, a.size)) < 0.5
+    pa, pb = np.where(swap, eb, ea).sum(axis=1), np.where(swap, ea, eb).sum(axis=1)
+    with np.errstate(divide="ignore"):
+        null = np.abs(np.log(pb) - np.log(pa))
+    p_perm = float((1 + np.sum(null >= observed * (1 - 1e-12))) / (n_boot + 1))
     diff = np.abs(b - truth) - np.abs(a - truth)
     p = float(stats.wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
-    if lo > 1.0:
+    ratio = float(eb.sum() / ea.sum())
+    if p_perm < 1 - level and ratio > 1:
         verdict = "more accurate"
-    elif hi < 1.0:
+    elif p_perm < 1 - level and ratio < 1:
         verdict = "less accurate"
     elif lo >= 1.0 / equivalence and hi <= equivalence:
         verdict = "indistinguishable"
     else:
         verdict = "undecided"
-    return PairedComparison(n=int(a.size), mse_ratio=float(eb.sum() / ea.sum()), ci_low=float(lo), ci_high=float(hi),
+    return PairedComparison(n=int(a.size), mse_ratio=ratio, ci_low=float(lo), ci_high=float(hi), permutation_p=p_perm,
                             wilcoxon_p=p, wins=int(np.sum(diff > 0)), verdict=verdict)
 
 
