@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
 from dpbayes.estimator_choice import candidate_moments, theta_risk, worst_theta_risk
+from dpbayes.extremes import refine_scanned_extreme
 from dpbayes.validation import check_choice, check_int, check_positive
 
 __all__ = ["ESTIMATORS", "risk_function", "theta_risk_curve", "ubapp_grid_theta_risk", "crossing_thetas", "worst_case"]
@@ -162,12 +163,6 @@ def worst_case(f_or_estimator: Any, K: int | None = None, eps: float | None = No
         return worst_theta_risk(bias, msd)
     f = f_or_estimator
     grid = np.linspace(0.0, 1.0, 201)
-    values = np.asarray(f(grid))
-    k = int(np.argmax(values))
-    lo, hi = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, grid.size - 1)])
-    res = optimize.minimize_scalar(lambda t: -float(np.asarray(f(np.array([t])))[0]), bounds=(lo, hi),
-                                   method="bounded", options={"xatol": 1e-9})
-    best_t, best_v = float(grid[k]), float(values[k])
-    if -float(res.fun) > best_v:
-        best_t, best_v = float(res.x), -float(res.fun)
+    best_t, best_v, _ = refine_scanned_extreme(lambda t: float(np.asarray(f(np.array([t])))[0]), grid,
+                                               np.asarray(f(grid), dtype=float), maximize=True, xatol=1e-9)
     return best_t, best_v

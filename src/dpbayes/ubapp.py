@@ -1064,22 +1064,21 @@ def largest_advantage(
     A scan of ``n_scan`` log-spaced values, then bounded Brent search in log eps between the neighbours of the
     largest scanned value (``xatol = 1e-6``).
     """
-    from scipy.optimize import minimize_scalar
+    from dpbayes.extremes import refine_scanned_extreme
 
     K = check_int("K", K, minimum=1)
     lo, hi = check_positive("eps_range", np.asarray(eps_range, dtype=float))
     if not lo < hi:
         raise ValueError(f"eps_range must be increasing, got {eps_range!r}")
     n_scan = check_int("n_scan", n_scan, minimum=3)
+
+    def advantage(log_e: float) -> float:
+        return relative_advantage(K, float(np.exp(log_e)), beta_prior, baseline)
+
     grid = np.log(np.geomspace(lo, hi, n_scan))
-    vals = np.array([relative_advantage(K, float(np.exp(g)), beta_prior, baseline) for g in grid])
-    k = int(np.argmax(vals))
-    res = minimize_scalar(lambda g: -relative_advantage(K, float(np.exp(g)), beta_prior, baseline),
-                          bounds=(grid[max(k - 1, 0)], grid[min(k + 1, n_scan - 1)]), method="bounded",
-                          options={"xatol": 1e-6})
-    if -float(res.fun) > vals[k]:
-        return float(np.exp(res.x)), -float(res.fun)
-    return float(np.exp(grid[k])), float(vals[k])
+    log_eps, value, _ = refine_scanned_extreme(advantage, grid, np.array([advantage(g) for g in grid]), maximize=True,
+                                               xatol=1e-6)
+    return float(np.exp(log_eps)), value
 
 
 def eps_advantage_below(
@@ -1340,7 +1339,7 @@ def largest_scope_gap(
     solver : str, optional
         LP solver (see :func:`private_bayes_lp`).
     """
-    from scipy.optimize import minimize_scalar
+    from dpbayes.extremes import refine_scanned_extreme
 
     target = check_choice("target", target, SCOPE_TARGETS)
     lo, hi = check_positive("eps_range", np.asarray(eps_range, dtype=float))
@@ -1352,10 +1351,5 @@ def largest_scope_gap(
         return target_scope_gap(target, K, float(np.exp(log_e)), M=M, solver=solver)[0]
 
     grid = np.log(np.geomspace(lo, hi, n_scan))
-    vals = np.array([gap(g) for g in grid])
-    k = int(np.argmax(vals))
-    res = minimize_scalar(lambda g: -gap(g), bounds=(grid[max(k - 1, 0)], grid[min(k + 1, n_scan - 1)]),
-                          method="bounded", options={"xatol": 1e-4})
-    if -float(res.fun) > vals[k]:
-        return float(np.exp(res.x)), -float(res.fun)
-    return float(np.exp(grid[k])), float(vals[k])
+    log_eps, value, _ = refine_scanned_extreme(gap, grid, np.array([gap(g) for g in grid]), maximize=True, xatol=1e-4)
+    return float(np.exp(log_eps)), value
