@@ -45,7 +45,8 @@ NONDEFAULT: dict[str, dict[str, str]] = {
                            "sigma2_true": "4.0", "wide_halfwidth": "8.0", "pilot_fraction": "0.2", "n_grid": "13", "seed": "2",
                            "n_jobs": "2"},
     "03e-privacy-criteria-uncertainty": {"eps_grid": "3.0,2.0", "n_design": "500", "n_starts": "3", "privacy_n": "12",
-                                         "privacy_particles": "20", "privacy_eps": "2.0", "n_boot": "200", "seed": "2"},
+                                         "privacy_particles": "20", "privacy_eps": "2.0", "n_boot": "200", "seed": "2",
+                                         "fair_n_runs": "3", "n_jobs": "2"},
 }
 
 NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
