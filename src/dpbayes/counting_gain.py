@@ -55,7 +55,7 @@ def gain_over_naive(n: int, p: float, eps: float, concentration: float = 20.0) -
     * ``"plug-in p"``: the posterior mean with ``p`` estimated from the noisy count itself
       (:func:`plugin_estimate`, :func:`plugin_ratio`), Laplace noise;
     * ``"Beta-binomial centred"``: ``p ~ Beta(concentration p, concentration (1 - p))``, centred on the
-      truth (the robust prior of :func:`misspecified_ratio`), Laplace noise;
+      truth (the robust prior of :func:`dpbayes.counting_risk.misspecified_ratio`), Laplace noise;
     * ``"rounded clamped count"``: the Laplace answer clamped to ``[0, n]`` and rounded: no prior, no ``p``;
     * ``"truncated geometric"``: the two-sided geometric mechanism clamped to ``[0, n]``: no prior.
 
@@ -175,9 +175,9 @@ def plugin_estimate(y: ArrayLike, n: int, eps: float) -> NDArray[np.float64]:
 def plugin_ratio(n: int, p: float, eps: float, mass_cut: float = 1e-15) -> float:
     """Average absolute error of :func:`plugin_estimate` over the naive ``1/eps``, counts ``Binomial(n, p)``, exactly.
 
-    The fixed-count risk of :func:`fixed_count_risk` (closed-form tails, Gauss-Legendre between the points
+    The fixed-count risk of :func:`dpbayes.counting_risk.fixed_count_risk` (closed-form tails, Gauss-Legendre between the points
     where the estimate crosses an integer) averaged over the counts carrying all but ``mass_cut`` of the
-    binomial mass, as in :func:`average_risk`. ``O(n^2)`` work (the dense posterior at each node).
+    binomial mass, as in :func:`dpbayes.counting_risk.average_risk`. ``O(n^2)`` work (the dense posterior at each node).
     """
     n, p, eps = _check_model(n, p, eps)
     mass_cut = float(check_positive("mass_cut", mass_cut))
@@ -196,7 +196,7 @@ def monte_carlo_resolution(n: int, p: float, eps: float, runs: int = 100_000) ->
     mean of ``runs`` simulated absolute errors and compares it with the naive error ``1/eps`` (eq. (14)):
     an unpaired design whose standard error is ``sqrt(Var|C - m(Y)| / runs)``. A paired design
     simulates both errors on the same draws: ``sqrt(Var(|C - Y| - |C - m(Y)|) / runs)``. The variances follow
-    from the exact moments of :func:`average_risk` (``abs``, ``sq``, ``cross``).
+    from the exact moments of :func:`dpbayes.counting_risk.average_risk` (``abs``, ``sq``, ``cross``).
 
     Parameters
     ----------

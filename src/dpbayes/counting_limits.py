@@ -66,7 +66,7 @@ def lattice_limit(eps: float) -> dict[str, float]:
 
     The large-``n`` limit at fixed ``eps``: the binomial prior becomes flat on the scale of the
     noise, but the count stays an integer, which the posterior mean still exploits (it pulls
-    ``y`` towards the nearest integers). Computed exactly with :func:`fixed_count_risk` at the
+    ``y`` towards the nearest integers). Computed exactly with :func:`dpbayes.counting_risk.fixed_count_risk` at the
     central count ``a = N/2`` of a uniform prior on ``{0, ..., N}``, ``N = 2 ceil(50 / eps)``, so
     that both ends are ``50/eps`` away (their influence is below ``e^-50``). For a flat prior the
     risk does not depend on ``a``: this is also the average risk.

@@ -517,7 +517,7 @@ def monte_carlo_fixed_count(
     """Simulate ``Y = a + Laplace(1/eps)`` ``runs`` times: every fixed-count quantity with its standard error.
 
     Returns ``{"abs", "abs_se", "sq", "sq_se", "closer", "closer_se", "cover", "cover_se"}``
-    (``cover``: the credible interval of :func:`credible_coverage` contains ``a``).
+    (``cover``: the credible interval of :func:`dpbayes.counting_credible.credible_coverage` contains ``a``).
     """
     n, p, eps = _check_model(n, p, eps)
     a = int(_check_counts(a, n))

@@ -118,7 +118,7 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     median solves ``sum_y P(y | z) I_t(a + y, b + n - y) = 1/2``; the risk is
     ``sum_z sum_y P(z, y) E|theta - m_z|`` with ``theta ~ Beta(a + y, b + n - y)``.
 
-    Every ``z`` is solved by :func:`_median_by_levels` (Taylor expansions around shared expansion
+    Every ``z`` is solved by ``_median_by_levels`` (Taylor expansions around shared expansion
     points, sums over ``y`` against the geometric kernel: ``O(n + (levels) x (window))``, about ``n +
     10 sqrt(n) min(92 / eps, 30 sqrt(n))`` entries of a few elementwise operations, of which only the
     ``z`` themselves go through the kernel's recursions; the posterior mean,
@@ -171,7 +171,7 @@ def _betabinom_logpmf_all(y_all: NDArray[np.float64], n: int, a: float, b: float
 
 
 def _posterior_mean_guess(n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``E[theta | z]``, the starting points of :func:`_median_by_levels`: the estimates of
+    """``E[theta | z]``, the starting points of ``_median_by_levels``: the estimates of
     :func:`dpbayes.ubapp.beta_posterior_mean_remap` by the same arithmetic, from the already scaled
     Beta-binomial log weights ``log_w`` (maximum 0) and without that function's second moment and risk."""
     with np.errstate(under="ignore"):
@@ -191,7 +191,7 @@ def _posterior_mean_guess(n: int, eps: float, a: float, b: float, log_w: NDArray
 def beta_posterior_median_remap_window(n: int, eps: float, a: float, b: float) -> tuple[NDArray[np.float64], float]:
     """:func:`beta_posterior_median_remap` by the direct per-``z`` method, ``O(n min(n, 90 / eps))`` time.
 
-    For each ``z`` the sum runs over the window of :func:`_posterior_windows` (neglected share of
+    For each ``z`` the sum runs over the window of ``_posterior_windows`` (neglected share of
     ``P(z)`` below ``1e-20``), of width about ``min(n, 90 / eps)``. The median solves
     ``sum_y P(y | z) I_t(a + y, b + n - y) = 1/2`` by safeguarded Newton (vectorised over ``z``,
     started at the posterior mean, bracket kept), where the regularised incomplete betas along the
@@ -303,7 +303,7 @@ def _mixture_median(
 
 
 # ---------------------------------------------------------------- absolute loss in O(n): Taylor levels
-#: Spacing of the expansion points of :func:`_median_by_levels`, in standard deviations of the posterior
+#: Spacing of the expansion points of ``_median_by_levels``, in standard deviations of the posterior
 #: components ``Beta(a + y, b + n - y)`` (uniform in ``arcsin(sqrt(t))``, where that width is constant).
 _LEVEL_STEP = 0.3
 #: Terms of the Taylor expansion in ``t`` around an expansion point (derivatives 0..``_TAYLOR_TERMS``).
@@ -367,7 +367,7 @@ def _kernel_sums_at(
 
 def _bell_coefficients(levels: NDArray[np.int64], hu: float, N: float, K: int) -> NDArray[np.float64]:
     """``C[k, level, j]``: the coefficient of ``u^j`` in the complete Bell polynomial ``P_k`` of the scaled
-    derivatives ``psi_m = p_m + q_m u`` at the levels ``t = sin(level hu)^2`` (see :func:`_median_by_levels`),
+    derivatives ``psi_m = p_m + q_m u`` at the levels ``t = sin(level hu)^2`` (see ``_median_by_levels``),
     for many levels at once."""
     fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
     binom = [[float(special.comb(k, i, exact=True)) for i in range(k + 1)] for k in range(K)]
@@ -401,7 +401,7 @@ def _median_by_levels(
     solves ``Phi_z(t) = P(z) / 2``. At a fixed expansion point ``t_j`` (a *level*), every quantity is a
     sum over ``y`` against the geometric kernel, so for all ``z`` assigned to the level it costs two
     first-order recursions over the level's ``z`` plus two matrix-vector products for the rest of the
-    counts that carry their posterior (:func:`_posterior_windows`, :func:`_kernel_sums_at`): no
+    counts that carry their posterior (``_posterior_windows``, :func:`_kernel_sums_at`): no
     per-``z`` window sum and no ``betainc`` per ``z``. The twelve moment sequences of the derivatives
     are formed only on the components' core (where ``sigma pdf_y(t) |u|^11 (n + 1) > e^-70``), which
     for small ``eps`` is narrower than the window.

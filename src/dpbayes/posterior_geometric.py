@@ -304,7 +304,7 @@ def geometric_threshold(
     """eps*(n): where the margin of :func:`geometric_certificate` changes sign, by Brent's method.
 
     The margin is scanned at ``scan`` log-spaced values of ``eps_range``; the largest bracket with a sign
-    change is refined by :func:`scipy.optimize.brentq` to ``xtol``.
+    change is refined by ``scipy.optimize.brentq`` to ``xtol``.
 
     Parameters
     ----------
