@@ -46,7 +46,8 @@ NONDEFAULT: dict[str, dict[str, str]] = {
                            "n_jobs": "2"},
     "03e-privacy-criteria-uncertainty": {"eps_grid": "3.0,2.0", "n_design": "500", "n_starts": "3", "privacy_n": "12",
                                          "privacy_particles": "20", "privacy_eps": "2.0", "n_boot": "200", "seed": "2",
-                                         "fair_n_runs": "3", "n_jobs": "2"},
+                                         "fair_n_runs": "3", "n_jobs": "2", "val_eps": "2.0", "val_n": "15", "val_particles": "30",
+                                         "val_mcmc_iter": "900"},
 }
 
 NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
