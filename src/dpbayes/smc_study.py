@@ -785,8 +785,8 @@ def released_transcript(result: smc.SMCResult) -> NDArray[np.float64]:
 
     Returns
     -------
-    ndarray, shape (n, 6 + 3 N)
-        ``N`` the number of particles.
+    ndarray
+        Shape ``(n, 6 + 3 N)``, ``N`` the number of particles.
     """
     if not isinstance(result, smc.SMCResult):
         raise TypeError(f"result must be a dpbayes.smc.SMCResult, got {type(result).__name__}")
