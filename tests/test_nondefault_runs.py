@@ -10,7 +10,7 @@ The stored outputs only show the defaults, so a value hard-wired to a default (a
 
 The values are declared with the parameters themselves, as the last clause of each parameter's comment
 (``# meaning; range [a, b]; test VALUE``, :mod:`dpbayes.book.params`): a new parameter without one fails
-the coverage test. (Notebooks not yet moved to that form keep theirs in ``NONDEFAULT`` below.)
+the coverage test.
 """
 
 from __future__ import annotations
@@ -30,40 +30,15 @@ from dpbayes.book.params import notebook_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# small and fast, and different from every default
-NONDEFAULT: dict[str, dict[str, str]] = {
-    "03a-fisher-intervals": {"eps_grid": "3.0,2.0", "n_grid": "11", "mc_n_obs": "40", "mc_n_is": "40", "check_n_is": "80",
-                             "asym_n_grid": "5", "seed": "2", "gauss_delta": "0.001"},
-    "03b-smc-simulated": {"n": "30", "n_particles": "20", "n_runs": "2", "methods": "SMC-adaptive,SMC-nonadaptive,MCMC",
-                          "eps_grid": "3.0,2.0", "b_grid": "0.4,0.2", "mu_true": "10.0", "sigma2_true": "4.0",
-                          "nonadaptive_halfwidth": "8.0", "noise_scale_factor": "0.8", "mcmc_iter": "200",
-                          "mcmc_burn_in": "50", "store_every": "5", "seed": "2", "n_jobs": "2"},
-    "03c-real-income": {"year": "1990", "n_use": "30", "n_particles": "20", "n_runs": "2", "eps": "2.0", "score": "paper",
-                        "nonadaptive_halfwidth": "4.0", "mcmc_iter": "200", "mcmc_burn_in": "50", "store_every": "5",
-                        "seed": "2"},
-    "03d-fair-baselines": {"n": "60", "n_runs": "1", "eps_grid": "3.0,2.0", "b_grid": "0.4,0.2", "mu_true": "10.0",
-                           "sigma2_true": "4.0", "wide_halfwidth": "8.0", "pilot_fraction": "0.2", "n_grid": "13", "seed": "2",
-                           "n_jobs": "2"},
-    "03e-privacy-criteria-uncertainty": {"eps_grid": "3.0,2.0", "n_design": "500", "n_starts": "3", "privacy_n": "12",
-                                         "privacy_particles": "20", "privacy_eps": "2.0", "n_boot": "200", "seed": "2",
-                                         "fair_n_runs": "3", "n_jobs": "2", "val_eps": "2.0", "val_n": "15", "val_particles": "30",
-                                         "val_mcmc_iter": "900"},
-}
-
 NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
 def nondefault_values(notebook: Path) -> dict[str, str]:
-    """The non-default value of each declared parameter: its declared ``test`` clause (or ``NONDEFAULT``)."""
-    declared = notebook_parameters(notebook)
-    values = {name: p.test for name, p in declared.items() if p.test is not None}
-    legacy = NONDEFAULT.get(notebook.stem, {})
-    assert not (values and legacy), f"{notebook.name}: test values both declared and in NONDEFAULT"
-    return values or dict(legacy)
+    """The non-default value of each declared parameter: its declared ``test`` clause."""
+    return {name: p.test for name, p in notebook_parameters(notebook).items() if p.test is not None}
 
 
 def test_every_parameter_of_every_notebook_gets_a_nondefault_value() -> None:
-    assert set(NONDEFAULT) <= {nb.stem for nb in NOTEBOOKS}
     for nb in NOTEBOOKS:
         declared = notebook_parameters(nb)
         values = nondefault_values(nb)
