@@ -656,6 +656,29 @@ class BaselineReplicate:
     edge_mass: float
 
 
+def _pilot_design_draws(
+    n: int, mu: float, sigma: float, eps: float, wide_halfwidth: float, pilot_fraction: float, seed: int, eps_index: int,
+    run: int,
+) -> tuple[float, float, int, NDArray[np.float64], NDArray[np.float64]]:
+    """The checks and draws the pilot-based designs share: ``(sigma, eps, n_pilot, x, noise)``.
+
+    The individuals and standard Laplace draws of replicate ``run`` at ``eps_index``, the same streams as
+    :func:`run_replicate` (``SeedSequence([seed, eps_index, run])``), so that every design of a replicate sees
+    the same data.
+    """
+    check_int("n", n, minimum=2)
+    sigma = float(check_positive("sigma", sigma))
+    eps = float(check_positive("eps", eps))
+    check_positive("wide_halfwidth", wide_halfwidth)
+    check_probability("pilot_fraction", pilot_fraction, open_interval=True)
+    n_pilot = int(round(pilot_fraction * n))
+    check_int("round(pilot_fraction * n)", n_pilot, minimum=1, maximum=n - 1)
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, eps_index, run]).spawn(6)]
+    x = mu + sigma * streams[_STREAM["data"]].standard_normal(n)
+    noise = streams[_STREAM["noise"]].laplace(size=n)
+    return sigma, eps, n_pilot, x, noise
+
+
 def baseline_replicate(
     n: int,
     mu: float,
@@ -684,17 +707,8 @@ def baseline_replicate(
     """
     from dpbayes import mcmc  # mcmc imports smc; imported here to keep this module's imports as they were
 
-    check_int("n", n, minimum=2)
-    sigma = float(check_positive("sigma", sigma))
-    eps = float(check_positive("eps", eps))
     b = float(check_positive("b", b))
-    check_positive("wide_halfwidth", wide_halfwidth)
-    check_probability("pilot_fraction", pilot_fraction, open_interval=True)
-    n_pilot = int(round(pilot_fraction * n))
-    check_int("round(pilot_fraction * n)", n_pilot, minimum=1, maximum=n - 1)
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, eps_index, run]).spawn(6)]
-    x = mu + sigma * streams[_STREAM["data"]].standard_normal(n)
-    noise = streams[_STREAM["noise"]].laplace(size=n)
+    sigma, eps, n_pilot, x, noise = _pilot_design_draws(n, mu, sigma, eps, wide_halfwidth, pilot_fraction, seed, eps_index, run)
     estimates: dict[str, tuple[float, float]] = {}
     fisher: dict[str, NDArray[np.float64]] = {}
     edge = 0.0
@@ -1049,18 +1063,9 @@ def fair_baseline_replicate(
     """
     from dpbayes import mcmc  # mcmc imports smc; as in baseline_replicate
 
-    check_int("n", n, minimum=2)
-    sigma = float(check_positive("sigma", sigma))
-    eps = float(check_positive("eps", eps))
     k = float(check_positive("k", k))
     z = float(check_positive("z", z))
-    check_positive("wide_halfwidth", wide_halfwidth)
-    check_probability("pilot_fraction", pilot_fraction, open_interval=True)
-    n_pilot = int(round(pilot_fraction * n))
-    check_int("round(pilot_fraction * n)", n_pilot, minimum=1, maximum=n - 1)
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, eps_index, run]).spawn(6)]
-    x = mu + sigma * streams[_STREAM["data"]].standard_normal(n)
-    noise = streams[_STREAM["noise"]].laplace(size=n)
+    sigma, eps, n_pilot, x, noise = _pilot_design_draws(n, mu, sigma, eps, wide_halfwidth, pilot_fraction, seed, eps_index, run)
     estimates: dict[str, tuple[float, float]] = {}
     cr: dict[str, tuple[float, float]] = {}
 
