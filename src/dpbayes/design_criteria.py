@@ -84,6 +84,15 @@ def design_information(a: ArrayLike, b: ArrayLike, eps: float, design: str = "of
     return F
 
 
+def _information_parts(F: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(F00, F11, det F)`` of Fisher information matrices (trailing shape ``(2, 2)``, off-diagonal symmetrised)."""
+    F_arr = np.asarray(F, dtype=float)
+    if F_arr.shape[-2:] != (2, 2) or not np.all(np.isfinite(F_arr)):
+        raise ValueError(f"F must be finite with trailing shape (2, 2), got shape {F_arr.shape}")
+    f00, f01, f11 = F_arr[..., 0, 0], 0.5 * (F_arr[..., 0, 1] + F_arr[..., 1, 0]), F_arr[..., 1, 1]
+    return f00, f11, f00 * f11 - f01 * f01
+
+
 def criterion_loss(F: ArrayLike, criterion: str) -> FloatArray:
     """Loss (smaller is better) of Fisher information matrices ``F`` (trailing shape ``(2, 2)``).
 
@@ -91,11 +100,7 @@ def criterion_loss(F: ArrayLike, criterion: str) -> FloatArray:
     A singular or indefinite ``F`` (``det F <= 0``) has loss ``inf`` under ``"A"`` and ``"D"``.
     """
     check_choice("criterion", criterion, CRITERIA)
-    F_arr = np.asarray(F, dtype=float)
-    if F_arr.shape[-2:] != (2, 2) or not np.all(np.isfinite(F_arr)):
-        raise ValueError(f"F must be finite with trailing shape (2, 2), got shape {F_arr.shape}")
-    f00, f01, f11 = F_arr[..., 0, 0], 0.5 * (F_arr[..., 0, 1] + F_arr[..., 1, 0]), F_arr[..., 1, 1]
-    det = f00 * f11 - f01 * f01
+    f00, f11, det = _information_parts(F)
     with np.errstate(divide="ignore", invalid="ignore"):
         if criterion == "F_mumu":
             out = np.where(f00 > 0, 1.0 / f00, np.inf)
@@ -119,11 +124,7 @@ def cramer_rao_bounds(F: ArrayLike, n: int) -> FloatArray:
     ndarray, shape ``S + (2,)``
     """
     n = check_int("n", n, minimum=1)
-    F_arr = np.asarray(F, dtype=float)
-    if F_arr.shape[-2:] != (2, 2) or not np.all(np.isfinite(F_arr)):
-        raise ValueError(f"F must be finite with trailing shape (2, 2), got shape {F_arr.shape}")
-    f00, f01, f11 = F_arr[..., 0, 0], 0.5 * (F_arr[..., 0, 1] + F_arr[..., 1, 0]), F_arr[..., 1, 1]
-    det = f00 * f11 - f01 * f01
+    f00, f11, det = _information_parts(F)
     with np.errstate(divide="ignore", invalid="ignore"):
         var = np.stack([np.where(det > 0, f11 / det, np.inf), np.where(det > 0, f00 / det, np.inf)], axis=-1)
     return np.sqrt(var / n)
