@@ -40,6 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from dpbayes import counting as ct
+from dpbayes._moved import moved_names
 from dpbayes.validation import check_choice, check_int, check_positive, check_probability, check_rng
 
 __all__ = [
@@ -70,14 +71,7 @@ MOVED = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in MOVED:
-        import importlib
-        import warnings
-
-        warnings.warn(f"dpbayes.counting_risk.{name} moved to {MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(MOVED[name]), name)
-    raise AttributeError(f"module 'dpbayes.counting_risk' has no attribute {name!r}")
+__getattr__ = moved_names("dpbayes.counting_risk", MOVED)
 
 PRIORS = ("binomial", "beta-binomial")
 RISK_ESTIMATORS = ("naive", "mean", "median")

@@ -52,6 +52,7 @@ from scipy import special
 
 from dpbayes import counting, estimator_choice, median_remap
 from dpbayes._extras import lazy_module, require
+from dpbayes._moved import moved_names
 from dpbayes.geometric import truncated_geometric_logmatrix
 from dpbayes.losses import LOSSES
 from dpbayes.ubapp import (
@@ -120,14 +121,7 @@ PRIOR_SHARE_MAX = 0.99
 MOVED = {"beta_posterior_median_remap": "dpbayes.median_remap", "beta_posterior_median_remap_window": "dpbayes.median_remap"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in MOVED:
-        import importlib
-        import warnings
-
-        warnings.warn(f"dpbayes.release.{name} moved to {MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(MOVED[name]), name)
-    raise AttributeError(f"module 'dpbayes.release' has no attribute {name!r}")
+__getattr__ = moved_names("dpbayes.release", MOVED)
 
 
 def _check_eps(eps: Any) -> float:
