@@ -147,6 +147,11 @@ def test_stored_run_round_trip_and_check_bites(book):
     assert manifest["notebook"] == "chapters/00-demo/00a-demo.ipynb"
     assert manifest["parameters"] == {"eps": 0.5}
     assert manifest["command"] == "python -m dpbayes run chapters/00-demo/00a-demo.ipynb -p eps 0.5"
+    # the run's own record of how long it took and on what (a stored run's page can quote it)
+    execution = manifest["execution"]
+    assert execution == json.loads((run_dir / "params.json").read_text())["execution"]
+    assert 0 < execution["wall_seconds"] < 600 and execution["cpus"] >= 1 and execution["cpu_model"]
+    assert len(execution["load_before"]) in (0, 3) and execution["started_utc"].endswith("+00:00")
 
     # the default-parameter figures are untouched, and re-storing the defaults keeps the kept run
     assert json.loads((book / "figures/00-demo/fig1-noise.json").read_text())["params"]["eps"] == 1.0

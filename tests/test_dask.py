@@ -213,7 +213,11 @@ def test_sweep_on_the_cluster_equals_the_serial_sweep_even_when_a_worker_dies(cl
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())  # nothing partial, no .tmp-*
     assert len([f for f in files if f.suffix == ".ipynb"]) == 2
     for rel in files:
-        if rel.suffix in (".json", ".csv", ".png"):  # figures, results, params, summary: bit for bit
+        if rel.name == "params.json":  # the same parameters; each run's own wall time and load
+            pa, pb = (json.loads((d / rel).read_text()) for d in (a, b))
+            assert pa.pop("execution")["wall_seconds"] > 0 and pb.pop("execution")["wall_seconds"] > 0
+            assert pa == pb, rel
+        elif rel.suffix in (".json", ".csv", ".png"):  # figures, results, summary: bit for bit
             assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
         elif rel.suffix == ".ipynb":
             assert _outputs(a / rel) == _outputs(b / rel), rel

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -110,6 +112,7 @@ def execute(job: Job, progress: bool, timeout: int | None, work: Path | None = N
 
     work = _work_dir(job) if work is None else work
     status = "ok"
+    started = _execution_start()
     try:
         _write_params(work, job)
         os.environ[FIGURES_ENV] = str(work / "figures")
@@ -130,6 +133,7 @@ def execute(job: Job, progress: bool, timeout: int | None, work: Path | None = N
                 )
         except Exception as exc:  # the executed notebook (with the traceback) is kept for inspection
             status = f"failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+        _write_params(work, job, _execution_record(started))
         return _move_into_place(work, job, status)
     finally:
         if work.exists():
@@ -142,11 +146,49 @@ def _work_dir(job: Job) -> Path:
     return Path(tempfile.mkdtemp(prefix=f".tmp-{job.run_dir.name}-", dir=job.run_dir.parent))
 
 
-def _write_params(work: Path, job: Job) -> None:
-    """The run's ``params.json``: this machine's notebook path and the parameters it ran with."""
-    (work / "params.json").write_text(
-        json.dumps({"notebook": str(job.notebook), "parameters": job.values}, indent=1, sort_keys=True) + "\n"
-    )
+def _write_params(work: Path, job: Job, execution: dict[str, Any] | None = None) -> None:
+    """The run's ``params.json``: this machine's notebook path, the parameters it ran with and, once it
+    has run, how long it took on what (:func:`_execution_record`)."""
+    meta: dict[str, Any] = {"notebook": str(job.notebook), "parameters": job.values}
+    if execution is not None:
+        meta["execution"] = execution
+    (work / "params.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+
+def _execution_start() -> tuple[float, str, list[float]]:
+    """Wall clock, UTC time and load average when a notebook starts (for :func:`_execution_record`)."""
+    return time.monotonic(), datetime.now(timezone.utc).isoformat(timespec="seconds"), _load()
+
+
+def _load() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # not every platform has a load average
+        return []
+
+
+def _execution_record(started: tuple[float, str, list[float]]) -> dict[str, Any]:
+    """How a run went: wall seconds, start time, the machine's logical CPUs and its load average at the
+    start and the end (1, 5, 15 minutes), so a stored run can say how long it took and on what."""
+    t0, when, load_before = started
+    return {
+        "wall_seconds": round(time.monotonic() - t0, 1),
+        "started_utc": when,
+        "cpus": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "load_before": load_before,
+        "load_after": _load(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 #: Set (and :data:`_PLACING` held for good) by a worker process's watchdog once the process that
@@ -459,7 +501,9 @@ def _write_returned(job: Job, result: dict[str, Any]) -> dict[str, Any]:
         for rel, data in result["files"].items():
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / rel).write_bytes(data)
-        _write_params(work, job)  # as a local run writes it: this machine's notebook path
+        returned = json.loads(result["files"]["params.json"]) if "params.json" in result["files"] else {}
+        # as a local run writes it: this machine's notebook path; the worker's own execution record
+        _write_params(work, job, returned.get("execution"))
         return _move_into_place(work, job, result["status"])
     finally:
         if work.exists():

@@ -192,6 +192,8 @@ def store_run(run_dir: Path, label: str, root: Path, force: bool = False) -> tup
             "command": run_command(rel_nb.as_posix(), meta.get("parameters", {})),
             "library_version": __version__,
         }
+        if "execution" in meta:  # wall time, machine and load of the run (absent for runs made before it was kept)
+            manifest["execution"] = meta["execution"]
         (stage / RUN_MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         old = None
         if target.exists():
