@@ -16,12 +16,10 @@ from dpbayes.ubapp import (
     binomial_likelihood,
     chain_neighbours,
     dp_log_violation,
-    eps_advantage_below,
     expected_loss_matrix,
     private_bayes_exact_count,
     private_bayes_lp,
     privacy_loss,
-    relative_advantage,
     truncated_geometric_logmatrix,
     ubapp_exact,
     ubapp_lp,
@@ -272,17 +270,6 @@ def test_bayes_risk_scores_a_solution():
     assert bayes_risk(sol.P, absolute_loss_matrix(theta), Q, pi) >= opt_abs.risk - 1e-15
 
 
-def test_advantage_threshold_is_a_crossing():
-    K, level = 10, 0.01
-    e_star = eps_advantage_below(K, level, n_scan=21)
-    assert np.isclose(relative_advantage(K, e_star), level, rtol=1e-6)
-    assert relative_advantage(K, 0.5 * e_star) > level
-    assert relative_advantage(K, 2.0 * e_star) < level
-    assert 0 < relative_advantage(K, 1.0) < 1
-    with pytest.raises(ValueError, match="eps_range"):
-        eps_advantage_below(K, level, eps_range=(1.0, 0.1))
-
-
 def test_default_solver_falls_back_and_named_solver_does_not(monkeypatch):
     import dpbayes.ubapp as ub
 
@@ -395,164 +382,16 @@ def test_dense_reference_refuses_huge_matrices():
 # --- issue 36: the reduction to the count, neighbour TV, add/remove neighbours ---------------------------
 
 
-def test_hamming_neighbours_and_binary_likelihood():
-    from dpbayes.ubapp import binary_data_likelihood, hamming_neighbours
+@pytest.mark.parametrize("name, new_module", [("largest_advantage", "dpbayes.ubapp_advantage"),
+                                              ("target_scope_gap", "dpbayes.ubapp_scope"),
+                                              ("SCOPE_TARGETS", "dpbayes.ubapp_scope")])
+def test_names_moved_out_of_ubapp_still_import_with_a_warning(name, new_module):
+    import importlib
 
-    nb = hamming_neighbours(3)
-    assert nb.shape == (3 * 2**3 // 2, 2)
-    assert all(bin(int(i) ^ int(j)).count("1") == 1 for i, j in nb)
-    g = np.linspace(0.0, 1.0, 7)
-    Q = binary_data_likelihood(3, g)
-    np.testing.assert_allclose(Q.sum(axis=0), 1.0, rtol=1e-12)
-    # grouping the data sets by their count gives the binomial likelihood
-    s = np.array([bin(i).count("1") for i in range(8)])
-    np.testing.assert_allclose(np.array([Q[s == y].sum(axis=0) for y in range(4)]), binomial_likelihood(3, g), rtol=1e-12)
-    with pytest.raises(ValueError, match="K"):
-        hamming_neighbours(11)
+    import dpbayes.ubapp as ubapp
 
-
-@pytest.mark.parametrize("K,eps", [(3, 0.1), (3, 5.0), (4, 1.0)])
-def test_full_data_lp_equals_count_lp(K, eps):
-    """Paper eq. (8): optimising over estimators of x gains nothing over estimators of the count."""
-    from dpbayes.ubapp import ubapp_full_data_lp
-
-    g = np.linspace(0.0, 1.0, 15)
-    full = ubapp_full_data_lp(K, eps, g)
-    assert full.risk == pytest.approx(ubapp_exact(K, eps, g).risk, rel=1e-9)
-    assert full.privacy_loss <= eps * (1 + 1e-9)
-
-
-def test_neighbour_tv_reaches_the_dp_bound():
-    from dpbayes.ubapp import neighbour_tv
-
-    sol = ubapp_exact(30, 2.0, np.linspace(0.0, 1.0, 301))
-    tv = neighbour_tv(sol.P)
-    assert tv.shape == (30,)
-    assert np.all(tv <= np.tanh(1.0) * (1 + 1e-12))
-    assert tv.max() == pytest.approx(np.tanh(1.0), rel=1e-9)
-    with pytest.raises(ValueError, match="P"):
-        neighbour_tv(np.ones(3))
-
-
-def test_add_remove_privacy_loss():
-    from dpbayes.ubapp import add_remove_privacy_loss
-
-    # continuous limit: E[theta | z] under K and K + 1 never coincide, so some output is impossible for a neighbour
-    assert add_remove_privacy_loss(10, 1.0) == np.inf
-    # a grid of three points, all used by both sizes: finite, and at least eps (the replace-one part)
-    loss = add_remove_privacy_loss(4, 0.5, np.linspace(0.0, 1.0, 3))
-    assert np.isfinite(loss) and loss >= 0.5 - 1e-12
-
-
-def test_advantage_over_the_fair_baseline():
-    from dpbayes.lbapp import laplace_count_remap_mse
-    from dpbayes.ubapp import largest_advantage, relative_advantage
-
-    K, eps = 20, 1.5
-    fair = laplace_count_remap_mse(K, eps)
-    assert relative_advantage(K, eps, baseline="laplace-remap") == pytest.approx((fair - ubapp_exact(K, eps).risk) / fair, rel=1e-8)
-    # never negative (UBaPP is the optimum) and below the advantage over LBaPP
-    assert 0 < relative_advantage(K, eps, baseline="laplace-remap") < relative_advantage(K, eps)
-    e_star, adv = largest_advantage(K, n_scan=15)
-    for e in (e_star * 0.9, e_star * 1.1, 0.01, 15.0):
-        assert relative_advantage(K, e, baseline="laplace-remap") <= adv + 1e-12
-    with pytest.raises(ValueError, match="baseline"):
-        relative_advantage(K, eps, baseline="clipped")
-
-
-def test_grid_deficit():
-    from dpbayes.lbapp import lbapp_mse
-    from dpbayes.ubapp import grid_deficit
-
-    g = np.linspace(0.0, 1.0, 11)
-    assert grid_deficit(20, 2.0, 11) == pytest.approx(ubapp_exact(20, 2.0, g).risk - lbapp_mse(20, 2.0), rel=1e-12)
-    # fine grids tend to the continuous limit, which is below LBaPP
-    assert grid_deficit(20, 2.0, 4001) == pytest.approx(ubapp_exact(20, 2.0).risk - lbapp_mse(20, 2.0), abs=1e-5)
-    assert grid_deficit(20, 2.0, 4001) < 0
-    with pytest.raises(ValueError, match="M"):
-        grid_deficit(20, 2.0, 1)
-
-
-def test_target_scope_gap():
-    """Geometric + remap is the LP optimum for monotone targets, not for theta(1 - theta) (issue 36)."""
-    from dpbayes.ubapp import target_scope_gap
-
-    gap, mono = target_scope_gap("theta^2", 6, 1.0, M=21)
-    assert mono and abs(gap) < 1e-9
-    gap, mono = target_scope_gap("theta(1-theta)", 6, 1.0, M=21)
-    assert not mono and gap > 1e-3
-    with pytest.raises(ValueError, match="target"):
-        target_scope_gap("theta^3", 6, 1.0)
-
-
-def test_largest_scope_gap():
-    from dpbayes.ubapp import largest_scope_gap, target_scope_gap
-
-    e_star, gap = largest_scope_gap("theta(1-theta)", 6, M=21, n_scan=7)
-    assert gap > 1e-3
-    for e in (e_star * 0.8, e_star * 1.25, 0.01, 10.0):
-        assert target_scope_gap("theta(1-theta)", 6, e, M=21)[0] <= gap + 1e-9
-    # a monotone target: no gap anywhere
-    assert largest_scope_gap("theta^2", 6, M=21, n_scan=5)[1] < 1e-9
-    with pytest.raises(ValueError, match="eps_range"):
-        largest_scope_gap("theta", 6, eps_range=(1.0, 0.5))
-
-
-def test_two_and_three_point_grids_identify_theta():
-    """Issue 36, item 3: grids {0, 1} and {0, 1/2, 1} give (nearly) identical deficits at Fig. 4's eps.
-
-    On such grids the count tells the grid points apart almost surely (theta = 0 gives y = 0, theta = 1 gives
-    y = K, theta = 1/2 gives y near K/2), so UBaPP's Bayes risk is almost 0 on both and the deficit is minus
-    LBaPP's MSE (continuous prior), whatever the grid. For {0, 1} the risk is exact: the remap reports the
-    nearer end, and the risk is half the total weight of the noisy counts on the wrong side.
-    """
-    from dpbayes.lbapp import lbapp_mse
-    from dpbayes.ubapp import grid_deficit
-
-    K, eps = 6, 0.7
-    G = np.exp(truncated_geometric_logmatrix(K, eps))  # G[z, y]
-    exact = 0.5 * np.sum(np.minimum(G[:, 0], G[:, K]))  # the remap errs with the smaller likelihood
-    assert ubapp_exact(K, eps, np.array([0.0, 1.0])).risk == pytest.approx(exact, rel=1e-12)
-    for e in (1.0, 3.0, 5.0):
-        d2, d3 = grid_deficit(100, e, 2), grid_deficit(100, e, 3)
-        assert d2 == pytest.approx(-lbapp_mse(100, e), abs=1e-12)
-        assert abs(d3 - d2) < 1e-8
-    # a four-point grid is no longer identified by the count: its risk is visible
-    assert grid_deficit(100, 1.0, 4) - grid_deficit(100, 1.0, 2) > 1e-5
-
-
-def test_add_remove_release_mse():
-    """The add/remove release (ones and zeros counts with geometric noise, n private): exact sum against a
-    direct Monte Carlo, and between the 2 eps lower bound and the prior variance."""
-    from dpbayes.certificates import off_grid_bound
-    from dpbayes.ubapp import add_remove_release_mse
-
-    K, eps = 10, 1.0
-    exact = add_remove_release_mse(K, eps, n_max=30)
-    # Monte Carlo of the same estimator, built independently from the posterior over (ones, zeros)
-    D = int(np.ceil(np.log(1e18) / eps))
-    outs = np.arange(-D, 30 + D + 1)
-    c = np.arange(31)
-    g = np.exp(-eps * np.abs(outs[:, None] - c[None, :]))
-    post_w = np.zeros((31, 31))
-    post_m = np.zeros((31, 31))
-    for ones in range(31):
-        for zeros in range(31 - ones):
-            post_w[ones, zeros] = 1.0 / (ones + zeros + 1)
-            post_m[ones, zeros] = (ones + 1) / (ones + zeros + 2)
-    est = (g @ (post_w * post_m) @ g.T) / (g @ post_w @ g.T)
-    rng = np.random.default_rng(5)
-    n = 200_000
-    theta = rng.uniform(size=n)
-    y = rng.binomial(K, theta)
-    p = -np.expm1(-eps)
-    a = y + rng.geometric(p, n) - rng.geometric(p, n)
-    b = K - y + rng.geometric(p, n) - rng.geometric(p, n)
-    err = (est[a + D, b + D] - theta) ** 2
-    assert exact == pytest.approx(err.mean(), abs=4 * err.std() / np.sqrt(n))
-    # add/remove eps-DP implies replace-one 2 eps-DP: never below the 2 eps optimum; below the prior variance
-    assert off_grid_bound(K, 2 * eps, 2001).lower <= exact < 1 / 12
-    with pytest.raises(ValueError, match="eps"):
-        add_remove_release_mse(K, 0.01)
-    with pytest.raises(ValueError, match="n_max"):
-        add_remove_release_mse(K, 1.0, n_max=5)
+    with pytest.warns(DeprecationWarning, match=new_module):
+        old = getattr(ubapp, name)
+    assert old is getattr(importlib.import_module(new_module), name)
+    with pytest.raises(AttributeError):
+        ubapp.no_such_name  # noqa: B018
