@@ -151,6 +151,7 @@ def test_stored_run_round_trip_and_check_bites(book):
     execution = manifest["execution"]
     assert execution == json.loads((run_dir / "params.json").read_text())["execution"]
     assert 0 < execution["wall_seconds"] < 600 and execution["cpus"] >= 1 and execution["cpu_model"]
+    assert 0 < execution["cpu_seconds"] < 600 * execution["cpus"]  # the kernel's CPU time (it imports numpy)
     assert len(execution["load_before"]) in (0, 3) and execution["started_utc"].endswith("+00:00")
 
     # the default-parameter figures are untouched, and re-storing the defaults keeps the kept run

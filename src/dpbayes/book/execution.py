@@ -155,9 +155,21 @@ def _write_params(work: Path, job: Job, execution: dict[str, Any] | None = None)
     (work / "params.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
 
-def _execution_start() -> tuple[float, str, list[float]]:
-    """Wall clock, UTC time and load average when a notebook starts (for :func:`_execution_record`)."""
-    return time.monotonic(), datetime.now(timezone.utc).isoformat(timespec="seconds"), _load()
+def _execution_start() -> tuple[float, str, list[float], float]:
+    """Wall clock, UTC time, load average and the CPU time of finished child processes when a notebook
+    starts (for :func:`_execution_record`)."""
+    return time.monotonic(), datetime.now(timezone.utc).isoformat(timespec="seconds"), _load(), _children_cpu()
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's finished (waited-for) descendants: after papermill
+    has shut the kernel down, the kernel and the worker processes it waited for."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return float("nan")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _load() -> list[float]:
@@ -167,12 +179,15 @@ def _load() -> list[float]:
         return []
 
 
-def _execution_record(started: tuple[float, str, list[float]]) -> dict[str, Any]:
-    """How a run went: wall seconds, start time, the machine's logical CPUs and its load average at the
-    start and the end (1, 5, 15 minutes), so a stored run can say how long it took and on what."""
-    t0, when, load_before = started
+def _execution_record(started: tuple[float, str, list[float], float]) -> dict[str, Any]:
+    """How a run went: wall seconds, the CPU seconds of the kernel and its worker processes, start time,
+    the machine's logical CPUs and its load average at the start and the end (1, 5, 15 minutes), so a
+    stored run can say how long it took and on what (on a loaded machine the CPU time says more)."""
+    t0, when, load_before, cpu0 = started
+    cpu = _children_cpu() - cpu0
     return {
         "wall_seconds": round(time.monotonic() - t0, 1),
+        "cpu_seconds": round(cpu, 1) if cpu == cpu else None,
         "started_utc": when,
         "cpus": os.cpu_count(),
         "cpu_model": _cpu_model(),
