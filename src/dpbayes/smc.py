@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 from dpbayes import _smc_kernels, truncation
 from dpbayes.validation import check_in_range, check_int, check_positive, check_rng
@@ -156,6 +156,20 @@ class _Trace:
             ess=self.ess, n_moves=n_moves, acceptance=accepted / proposed if proposed else float("nan"),
             final_mu=mu, final_sigma=sigma, final_weights=weights,
         )
+
+
+def _logsumexp_1d(a: NDArray[np.float64]) -> float:
+    """``scipy.special.logsumexp(a)`` for a 1-D array with a finite maximum, bit for bit, without its
+    array-API dispatch (about 0.2 ms a call, once per SMC step): the maxima are taken out of the
+    sum, ``log1p(sum(exp(a - max)) / m) + log(m) + max`` with ``m`` maxima, as SciPy computes it
+    (checked against SciPy in the tests)."""
+    a_max = a.max()
+    at_max = a == a_max
+    m = float(np.count_nonzero(at_max))
+    s = float(np.sum(np.exp(np.where(at_max, -np.inf, a) - a_max)))
+    if s != 0.0:
+        s = s / m
+    return float(np.log1p(s) + np.log(m) + a_max)
 
 
 def systematic_resample(weights: ArrayLike, rng: np.random.Generator) -> NDArray[np.int64]:
@@ -452,7 +466,7 @@ def smc_latent(
         latent[:, t] = x_new
         loglap[:, t] = -slope[t] * np.abs(y[t] - np.clip(x_new, l_t, r_t))
         logw = loglap[:, t]
-        weights = np.exp(logw - logsumexp(logw))
+        weights = np.exp(logw - _logsumexp_1d(logw))
         trace.record(t, mu, np.sqrt(sigma2), weights, 1.0 / np.sum(weights**2))
         if progress is not None:
             progress(t + 1, n)
@@ -552,7 +566,7 @@ def smc_exact(
             else:
                 # the weights of the current logw: the previous step's normalisation of the same logw
                 # (same bits), recomputed only after a resample-move reset logw
-                weights = prev_weights if prev_weights is not None else np.exp(logw - logsumexp(logw))
+                weights = prev_weights if prev_weights is not None else np.exp(logw - _logsumexp_1d(logw))
                 j = rng.choice(N, p=weights)
                 l_t, r_t = _interval_from_particle(mu[j], np.exp(log_sigma[j]), ab)
         else:
@@ -565,7 +579,7 @@ def smc_exact(
                                  np.asarray(r_t, dtype=float), np.asarray(eps, dtype=float))  # validated above
         logw = logw + inc
         loglik += inc
-        weights = np.exp(logw - logsumexp(logw))
+        weights = np.exp(logw - _logsumexp_1d(logw))
         prev_weights = weights
         ess_t = 1.0 / np.sum(weights**2)
 
