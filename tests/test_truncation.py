@@ -306,8 +306,21 @@ def _loglik_where_everywhere(y, mu, sigma, l, r, eps):
     return top + np.log(total) - np.log(2.0 * beta)
 
 
-@pytest.mark.parametrize("l,r,eps", [(45.0, 55.0, 1.0), (49.999, 50.001, 1e3), (-1e3, 1e3, 1e-3), (60.0, 61.0, 10.0)])
-def test_loglik_branches_only_where_they_apply_give_the_same_bits(l, r, eps):
+@pytest.fixture
+def numpy_path():
+    """The NumPy path of the likelihood (the reference), also where numba is installed."""
+    from dpbayes import _smc_kernels
+
+    previous = _smc_kernels.use_compiled(False)
+    yield
+    _smc_kernels.use_compiled(previous)
+
+
+LOGLIK_CASES = [(45.0, 55.0, 1.0), (49.999, 50.001, 1e3), (-1e3, 1e3, 1e-3), (60.0, 61.0, 10.0)]
+
+
+@pytest.mark.parametrize("l,r,eps", LOGLIK_CASES)
+def test_loglik_branches_only_where_they_apply_give_the_same_bits(l, r, eps, numpy_path):
     rng = np.random.default_rng(4)
     y = np.concatenate([np.linspace(-1e4, 1e4, 301), 50.0 + 8.0 * rng.standard_normal(300)])
     mu = np.array([[50.0], [0.0], [100.0], [49.0]])
@@ -322,3 +335,52 @@ def test_loglik_branches_only_where_they_apply_give_the_same_bits(l, r, eps):
     one = tr._loglik(np.asarray(50.0), np.asarray(50.0), np.array([1.0, 2.0, 3.0]), np.asarray(l), np.asarray(r), np.asarray(eps))
     assert one.shape == (3,) and one.flags.writeable
     assert np.array_equal(one, _loglik_where_everywhere(50.0, 50.0, np.array([1.0, 2.0, 3.0]), l, r, eps))
+
+
+@pytest.mark.parametrize("l,r,eps", LOGLIK_CASES)
+def test_compiled_loglik_agrees_with_the_numpy_path(l, r, eps):
+    """The compiled likelihood (optional extra 'fast') against the np.where reference: the same special
+    functions (SciPy's C erf and erfcx), the C library's exp and log instead of NumPy's, so equal to a
+    few units in the last place; the same -inf and nan, shape and writeable result."""
+    from dpbayes import _smc_kernels
+
+    if not _smc_kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed (optional extra 'fast')")
+    rng = np.random.default_rng(5)
+    y = np.concatenate([np.linspace(-1e4, 1e4, 301), 50.0 + 8.0 * rng.standard_normal(300), [l, r, 0.5 * (l + r)]])
+    mu = np.array([[50.0], [0.0], [100.0], [49.0], [l], [r]])
+    sigma = np.array([[3.0], [0.01], [100.0], [2.5], [1e-6], [1e4]])
+    ref = _loglik_where_everywhere(y[None, :], mu, sigma, l, r, eps)
+    got = _smc_kernels.loglik(y[None, :], mu, sigma, np.asarray(l), np.asarray(r), np.asarray(eps))
+    assert got.shape == ref.shape and got.flags.writeable
+    finite = np.isfinite(ref)
+    assert np.array_equal(np.isfinite(got), finite) and np.array_equal(got[~finite], ref[~finite])
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-13, atol=0)
+    assert np.mean(got[finite] == ref[finite]) > 0.9  # mostly the same bits
+    # through the library's entry point with the compiled path on, and for scalars
+    previous = _smc_kernels.use_compiled(True)
+    try:
+        np.testing.assert_allclose(tr.loglik_privatised_normal(y, 50.0, 3.0, l, r, eps), ref[0], rtol=1e-13)
+        one = tr._loglik(np.asarray(50.0), np.asarray(50.0), np.asarray(2.0), np.asarray(l), np.asarray(r), np.asarray(eps))
+        assert one.shape == () and one == pytest.approx(float(_loglik_where_everywhere(50.0, 50.0, 2.0, l, r, eps)), rel=1e-13)
+    finally:
+        _smc_kernels.use_compiled(previous)
+
+
+def test_compiled_loglik_on_wide_random_arguments():
+    from dpbayes import _smc_kernels
+
+    if not _smc_kernels.HAVE_NUMBA:
+        pytest.skip("numba not installed (optional extra 'fast')")
+    rng = np.random.default_rng(6)
+    n = 50_000
+    mu = rng.normal(50, 100, n)
+    sigma = np.exp(rng.normal(0, 3, n))
+    l = mu + rng.normal(0, 5, n) * sigma
+    r = l + np.exp(rng.normal(0, 3, n)) * sigma
+    y = rng.normal(0.5 * (l + r), 3 * (r - l))
+    eps = np.exp(rng.normal(0, 2, n))
+    ref = _loglik_where_everywhere(y, mu, sigma, l, r, eps)
+    got = _smc_kernels.loglik(y, mu, sigma, l, r, eps)
+    assert np.isfinite(ref).all() and np.isfinite(got).all()
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)

@@ -1,4 +1,9 @@
-"""Compiled kernels of the SMC samplers' hot loops (optional: ``pip install "dpbayes[fast]"``).
+"""Compiled kernels of chapter 3's hot loops (optional: ``pip install "dpbayes[fast]"``).
+
+Two kernels: the latent-``x`` SMC's MH sweep (:func:`latent_mh_sweep`) and the exact log-likelihood
+of a truncated, privatised normal release (:func:`loglik`, the core of
+:func:`dpbayes.truncation.loglik_privatised_normal`, evaluated millions of times by the exact SMC,
+the MCMC and the quadrature posterior).
 
 The kernels are compiled with numba when it is installed; without it (or with
 ``DPBAYES_NO_NUMBA=1`` in the environment, or :func:`use_compiled` ``(False)``) every caller uses
@@ -17,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["HAVE_NUMBA", "compiled_enabled", "use_compiled", "latent_mh_sweep"]
+__all__ = ["HAVE_NUMBA", "compiled_enabled", "use_compiled", "latent_mh_sweep", "loglik"]
 
 try:  # pragma: no cover - depends on the environment
     import numba
@@ -143,3 +148,93 @@ def latent_mh_sweep(*args: Any) -> int:
         kernel = numba.njit(cache=True, nogil=True, fastmath=False)(_latent_mh_sweep_py)
         _compiled["latent_mh_sweep"] = kernel
     return int(kernel(*args))
+
+
+# --------------------------------------------------------------------------------------------
+# the exact log-likelihood of one release, element by element
+# --------------------------------------------------------------------------------------------
+# The same formulas as dpbayes.truncation._loglik (and its _log_ndtr, _log1mexp and
+# _log_tilted_normal_mass), written for one element: the branches are taken per element instead of
+# through masks. erfcx and erf are SciPy's own C functions (scipy.special.cython_special), so the
+# special functions give the same bits; exp, log, log1p and expm1 come from the C library instead of
+# NumPy's vectorised loops, which may differ in the last bit (the tests bound the difference).
+_LOG2 = float(np.log(2.0))
+_SQRT2 = float(np.sqrt(2.0))
+
+
+def _build_loglik() -> Any:
+    import ctypes
+
+    from numba.extending import get_cython_function_address
+
+    # the double (not complex) specialisations of SciPy's fused erf and erfcx
+    proto = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)
+    erfcx = proto(get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_1erfcx"))
+    erf = proto(get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_1erf"))
+    # not cached on disk: the compiled code holds the addresses of SciPy's C functions in this process
+    jit = numba.njit(nogil=True, fastmath=False, error_model="numpy")
+
+    @jit
+    def log_ndtr(x: float) -> float:
+        e = erfcx(abs(x) / _SQRT2)
+        half_sq = 0.5 * x * x
+        if x < 0:
+            return np.log(0.5 * e) - half_sq
+        return np.log1p(-0.5 * e * np.exp(-half_sq))
+
+    @jit
+    def log1mexp(x: float) -> float:
+        if x > 0.0:
+            x = 0.0
+        if x > -_LOG2:
+            return np.log(-np.expm1(x))
+        return np.log1p(-np.exp(x))
+
+    @jit
+    def tilted(lo: float, hi: float, d: float, z: float) -> float:
+        w_lo = lo - z
+        w_hi = hi - z
+        if w_hi <= 0 or w_lo >= 0:
+            log_e_lo = np.log(erfcx(abs(w_lo) / _SQRT2))
+            log_e_hi = np.log(erfcx(abs(w_hi) / _SQRT2))
+            spread = 0.5 * (hi - lo) * (hi + lo - 2.0 * z)
+            if w_hi <= 0:
+                return log_e_hi - _LOG2 - 0.5 * hi * hi - z * (d - hi) + log1mexp(log_e_lo - log_e_hi + spread)
+            return log_e_lo - _LOG2 - 0.5 * lo * lo - z * (d - lo) + log1mexp(log_e_hi - log_e_lo - spread)
+        return np.log(0.5 * (erf(w_hi / _SQRT2) - erf(w_lo / _SQRT2))) + z * (0.5 * z - d)
+
+    @numba.vectorize(["float64(float64, float64, float64, float64, float64, float64)"], nopython=True)
+    def loglik_kernel(y: float, mu: float, sigma: float, l: float, r: float, eps: float) -> float:
+        beta = (r - l) / eps
+        z = sigma / beta
+        alpha = (l - mu) / sigma
+        rho = (r - mu) / sigma
+        d = (y - mu) / sigma
+        dc = min(max(d, alpha), rho) if d == d else d  # np.clip, NaN kept
+        log_atom_l = log_ndtr(alpha) - abs(y - l) / beta
+        log_atom_r = log_ndtr(-rho) - abs(y - r) / beta
+        log_below = tilted(alpha, dc, d, z)
+        log_above = tilted(-rho, -dc, -d, z)
+        top = max(max(log_atom_l, log_atom_r), max(log_below, log_above))
+        total = np.exp(log_atom_l - top) + np.exp(log_atom_r - top) + np.exp(log_below - top) + np.exp(log_above - top)
+        return top + np.log(total) - np.log(2.0 * beta)
+
+    return loglik_kernel
+
+
+def loglik(y: Any, mu: Any, sigma: Any, l: Any, r: Any, eps: Any) -> NDArray[np.float64]:
+    """Compiled ``dpbayes.truncation._loglik`` (same arguments, broadcasting and result shape); requires numba.
+
+    Agrees with the NumPy path to a few units in the last place (the C library's ``exp`` and ``log``
+    against NumPy's); the tests compare the two on wide random and extreme arguments.
+    """
+    kernel = _compiled.get("loglik")
+    if kernel is None:
+        if numba is None:  # pragma: no cover - callers check compiled_enabled() first
+            raise RuntimeError("the compiled kernels need numba: pip install 'dpbayes[fast]'")
+        kernel = _build_loglik()
+        _compiled["loglik"] = kernel
+    # -inf and nan arise as in the NumPy path (which silences the same floating-point flags)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = kernel(y, mu, sigma, l, r, eps)
+    return np.array(out, dtype=float)  # a writeable array (a 0-d one for scalars), as the NumPy path returns

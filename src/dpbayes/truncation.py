@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
+from dpbayes import _smc_kernels
 from dpbayes.validation import check_choice, check_grid, check_int, check_positive, check_rng
 
 __all__ = [
@@ -295,6 +296,8 @@ def _loglik(
     sigma)``), the same elementwise operations on fewer elements; the result has the broadcast shape.
     """
     y, mu, sigma, l, r, eps = (np.asarray(a, dtype=float) for a in (y, mu, sigma, l, r, eps))
+    if _smc_kernels.compiled_enabled():  # the same formulas compiled element by element (optional numba)
+        return _smc_kernels.loglik(y, mu, sigma, l, r, eps)
     shape = np.broadcast_shapes(y.shape, mu.shape, sigma.shape, l.shape, r.shape, eps.shape)
     beta = (r - l) / eps
     z = sigma / beta
