@@ -8,6 +8,8 @@ differ in the last bits. This wrapper sets
   this machine offers (e.g. ``X86_V3 X86_V4 AVX512_ICL``), so NumPy dispatches to the baseline;
 * ``OPENBLAS_CORETYPE`` to an older core than the one OpenBLAS picks here (``Nehalem`` on
   x86-64, ``ARMV8`` on aarch64),
+* ``NUMBA_CPU_NAME=generic``, so that the optional compiled kernels (numba) are built for the
+  architecture's baseline instead of this CPU's widest instructions,
 
 checks in a child process that both took effect, prints one line saying what it set, and replaces
 itself with ``CMD ARGS...`` (``make test`` runs the notebook validation a second time this way).
@@ -54,7 +56,7 @@ def openblas_cores() -> list[str]:
 
 def narrow_environment() -> dict[str, str]:
     """The variables to set (``NPY_DISABLE_CPU_FEATURES`` may be empty: already baseline only)."""
-    env = {"NPY_DISABLE_CPU_FEATURES": " ".join(dispatched_groups())}
+    env = {"NPY_DISABLE_CPU_FEATURES": " ".join(dispatched_groups()), "NUMBA_CPU_NAME": "generic"}
     current = set(openblas_cores())
     for core in NARROW_CORES.get(platform.machine(), ()):
         if core not in current:
@@ -73,6 +75,12 @@ def _check() -> None:
     cores = openblas_cores()
     if wanted and any(c.lower() != wanted.lower() for c in cores):
         sys.exit(f"narrow_cpu: OpenBLAS runs {cores}, not {wanted}")
+    try:
+        from numba.core import config
+    except ImportError:  # the optional extra is not installed: nothing compiled to narrow
+        return
+    if config.CPU_NAME != "generic":
+        sys.exit(f"narrow_cpu: numba compiles for {config.CPU_NAME!r}, not 'generic'")
 
 
 def main(argv: list[str]) -> None:
@@ -80,7 +88,7 @@ def main(argv: list[str]) -> None:
         _check()
         return
     env = dict(os.environ, **narrow_environment())
-    settings = ", ".join(f"{k}={env[k]!r}" for k in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE") if k in env)
+    settings = ", ".join(f"{k}={env[k]!r}" for k in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "NUMBA_CPU_NAME") if k in env)
     if argv[:1] == ["--print"] or not argv:
         print(settings)
         return
