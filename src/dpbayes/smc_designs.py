@@ -1,0 +1,272 @@
+"""Non-adaptive and two-stage designs of the truncation interval and their exact Fisher information (chapter 3).
+
+Beyond the paper, whose study compares the adaptive interval with one fixed interval, ``mu +- 10 sigma``
+centred at the *true* mean: the exact total Fisher information of fixed-interval designs and of a two-stage
+design (a pilot fraction through a wide interval, then one fixed interval at the pilot's posterior mean; each
+individual releases once with the same eps, and the second interval is post-processing of releases, so the
+design is eps-DP per individual, paper Proposition 1), and the baseline designs simulated on the study's
+replicates with the exact posterior (:func:`baseline_replicate`, :func:`baseline_study`). Fisher
+informations are exact (:func:`dpbayes.truncation.fisher_information_normal`). Re-exported by
+:mod:`dpbayes.smc_study`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpbayes import smc, truncation
+from dpbayes.smc import NormalInvGammaPrior
+from dpbayes.smc_summaries import _finite_1d
+from dpbayes.validation import check_int, check_positive, check_probability
+
+__all__ = ["fixed_interval_fisher", "design_fisher", "two_stage_pilot", "two_stage_fisher", "BASELINE_DESIGNS", "BaselineReplicate", "baseline_replicate", "baseline_study"]
+
+
+def fixed_interval_fisher(n: int, mu: float, sigma: float, halfwidth: float, eps: float) -> NDArray[np.float64]:
+    """Total exact Fisher information of ``n`` releases through ``[mu - k sigma, mu + k sigma]``.
+
+    ``n F^eps_{l,r}(mu, sigma)`` with ``k = halfwidth`` (paper eq. (6)); by Theorem 3 this is
+    ``n F^eps_{-k,k}(0, 1) / sigma^2``. The interval is centred at the *true* mean: the most
+    favourable fixed interval of that width (the paper's non-adaptive baseline has ``k = 10``).
+    """
+    check_int("n", n, minimum=1)
+    sigma = check_positive("sigma", sigma)
+    k = check_positive("halfwidth", halfwidth)
+    return n * truncation.fisher_information_normal(mu, sigma, mu - k * sigma, mu + k * sigma, eps)
+
+
+def design_fisher(lower: ArrayLike, upper: ArrayLike, mu: float, sigma: float, eps: float) -> NDArray[np.float64]:
+    """Total exact Fisher information at ``(mu, sigma)`` of releases made with the given intervals.
+
+    Same number as :func:`dpbayes.smc.realised_fisher_information`, but each distinct interval is
+    evaluated once (a two-stage design has two), so it is cheap for long runs.
+    """
+    lo = _finite_1d("lower", lower)
+    hi = np.broadcast_to(np.asarray(upper, dtype=float), lo.shape)
+    pairs, counts = np.unique(np.column_stack([lo, hi]), axis=0, return_counts=True)
+    F = truncation.fisher_information_normal(mu, sigma, pairs[:, 0], pairs[:, 1], eps)
+    return np.einsum("k,kij->ij", counts.astype(float), F)
+
+
+def two_stage_pilot(
+    x_pilot: ArrayLike,
+    eps: float,
+    noise: ArrayLike,
+    pilot_interval: tuple[float, float],
+    rng: np.random.Generator,
+    *,
+    n_particles: int = 200,
+    prior: NormalInvGammaPrior = NormalInvGammaPrior(),
+) -> tuple[float, float]:
+    """Stage 1 of a two-stage design: the pilot's posterior means of ``(mu, sigma)``.
+
+    The pilot individuals release through the fixed ``pilot_interval`` with the given standard
+    Laplace draws (paper eq. (10), each release eps-DP); the posterior is computed with the
+    exact-likelihood SMC (:func:`dpbayes.smc.smc_exact`). Stage 2 asks everyone else for
+    ``[m - k c, m + k c]`` around the returned ``(m, c)``; that interval is post-processing of released
+    values, so the whole design is eps-DP per individual (paper Proposition 1).
+    """
+    res = smc.smc_exact(x_pilot, eps, rng, n_particles=n_particles, fixed_interval=pilot_interval,
+                        noise=noise, prior=prior, store_every=max(1, np.size(x_pilot)))
+    return float(res.mean_mu[-1]), float(res.mean_sigma[-1])
+
+
+def two_stage_fisher(
+    n: int,
+    n_pilot: int,
+    mu: float,
+    sigma: float,
+    pilot_interval: tuple[float, float],
+    centre: float,
+    scale: float,
+    halfwidth: float,
+    eps: float,
+) -> NDArray[np.float64]:
+    """Total exact Fisher information at ``(mu, sigma)`` of a two-stage design given its pilot estimate.
+
+    ``n_pilot F(pilot_interval) + (n - n_pilot) F([centre - halfwidth scale, centre + halfwidth scale])``
+    (paper eq. (6), releases independent given the intervals).
+    """
+    check_int("n", n, minimum=2)
+    check_int("n_pilot", n_pilot, minimum=1, maximum=n - 1)
+    scale = check_positive("scale", scale)
+    k = check_positive("halfwidth", halfwidth)
+    lower = np.array([pilot_interval[0], centre - k * scale])
+    upper = np.array([pilot_interval[1], centre + k * scale])
+    F = truncation.fisher_information_normal(mu, sigma, lower, upper, eps)
+    return n_pilot * F[0] + (n - n_pilot) * F[1]
+
+
+
+# ---------------------------------------------------------------------------------------------------
+# Beyond the paper: the fair non-adaptive baselines simulated with the exact posterior (no sampler).
+#
+# A non-adaptive design's releases are independent given theta with a closed-form likelihood, so their
+# posterior mean needs no Monte Carlo: dpbayes.mcmc.quadrature_posterior computes it in a fraction of a
+# second at n = 1000. Each replicate (eps_index, run) draws its individuals and Laplace draws from the
+# same streams as run_replicate, so with the same seed, n and truth the designs see exactly the
+# individuals and noise of the simulation study's replicate (common random numbers with the stored runs).
+# ---------------------------------------------------------------------------------------------------
+
+#: Designs of :func:`baseline_replicate`: fixed intervals ``mu +- k sigma`` centred at the truth
+#: (``k`` = 1, 2, 5, 10 and the adaptive half-width ``b*``, an oracle), and two-stage designs (a pilot
+#: through the wide interval, then ``m +- k c`` at the pilot's posterior means, ``k`` = ``b*``, 1, 2).
+BASELINE_DESIGNS = ("fixed-k1", "fixed-k2", "fixed-k5", "fixed-k10", "fixed-bstar",
+                    "twostage-bstar", "twostage-k1", "twostage-k2")
+
+
+@dataclass(frozen=True)
+class BaselineReplicate:
+    """Exact posterior means of every baseline design on one replicate.
+
+    Attributes
+    ----------
+    eps_index, run : int
+    estimates : dict
+        Design -> exact posterior means ``(mu, sigma)`` (:func:`dpbayes.mcmc.quadrature_posterior`).
+    fisher : dict
+        Design -> total exact Fisher information (2 x 2) at the truth of the releases it made.
+    pilot : tuple of float
+        The two-stage pilot's posterior means ``(m, c)``.
+    edge_mass : float
+        Largest quadrature edge mass over the designs (the quadrature's truncation error).
+    """
+
+    eps_index: int
+    run: int
+    estimates: dict[str, tuple[float, float]]
+    fisher: dict[str, NDArray[np.float64]]
+    pilot: tuple[float, float]
+    edge_mass: float
+
+
+def _pilot_design_draws(
+    n: int, mu: float, sigma: float, eps: float, wide_halfwidth: float, pilot_fraction: float, seed: int, eps_index: int,
+    run: int,
+) -> tuple[float, float, int, NDArray[np.float64], NDArray[np.float64]]:
+    """The checks and draws the pilot-based designs share: ``(sigma, eps, n_pilot, x, noise)``.
+
+    The individuals and standard Laplace draws of replicate ``run`` at ``eps_index``, the same streams as
+    :func:`dpbayes.smc_study.run_replicate` (``SeedSequence([seed, eps_index, run])``), so that every design of a replicate sees
+    the same data.
+    """
+    check_int("n", n, minimum=2)
+    sigma = float(check_positive("sigma", sigma))
+    eps = float(check_positive("eps", eps))
+    check_positive("wide_halfwidth", wide_halfwidth)
+    check_probability("pilot_fraction", pilot_fraction, open_interval=True)
+    n_pilot = int(round(pilot_fraction * n))
+    check_int("round(pilot_fraction * n)", n_pilot, minimum=1, maximum=n - 1)
+    from dpbayes.smc_study import _STREAM  # the study's stream layout (smc_study imports this module)
+
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, eps_index, run]).spawn(6)]
+    x = mu + sigma * streams[_STREAM["data"]].standard_normal(n)
+    noise = streams[_STREAM["noise"]].laplace(size=n)
+    return sigma, eps, n_pilot, x, noise
+
+
+def baseline_replicate(
+    n: int,
+    mu: float,
+    sigma: float,
+    eps: float,
+    b: float,
+    eps_index: int,
+    run: int,
+    seed: int = 1,
+    *,
+    wide_halfwidth: float = 10.0,
+    pilot_fraction: float = 0.1,
+    n_grid: int = 17,
+) -> BaselineReplicate:
+    """Every design of :data:`BASELINE_DESIGNS` on replicate ``(eps_index, run)``, exact posterior means.
+
+    The individuals ``x`` and standard Laplace draws come from the streams of :func:`dpbayes.smc_study.run_replicate`
+    (``SeedSequence([seed, eps_index, run])``), shared by all designs. Fixed designs release all ``n``
+    through ``[mu - k sigma, mu + k sigma]`` (paper eq. (14)); the two-stage design releases the first
+    ``round(pilot_fraction n)`` individuals through ``mu +- wide_halfwidth sigma`` (the paper's
+    baseline), computes the exact posterior means ``(m, c)`` of those releases, and asks everyone else
+    for ``[m - k c, m + k c]``; each individual releases once with ``eps`` (eps-DP per individual, the
+    second interval being post-processing of released values, paper Proposition 1). The posterior of a
+    design uses all its releases with their intervals (:func:`dpbayes.mcmc.quadrature_posterior`,
+    ``n_grid`` points per axis before the grid widens itself).
+    """
+    from dpbayes import mcmc  # mcmc imports smc; imported where it is needed, as before the split
+
+    b = float(check_positive("b", b))
+    sigma, eps, n_pilot, x, noise = _pilot_design_draws(n, mu, sigma, eps, wide_halfwidth, pilot_fraction, seed, eps_index, run)
+    estimates: dict[str, tuple[float, float]] = {}
+    fisher: dict[str, NDArray[np.float64]] = {}
+    edge = 0.0
+
+    def posterior(lower: NDArray[np.float64], upper: NDArray[np.float64]) -> tuple[float, float]:
+        nonlocal edge
+        y = np.clip(x, lower, upper) + (upper - lower) * noise / eps  # as smc.fixed_interval_releases
+        q = mcmc.quadrature_posterior(y, lower, upper, eps, n_grid=n_grid)
+        edge = max(edge, q.edge_mass)
+        return q.mean_mu, q.mean_sigma
+
+    for name, k in (("fixed-k1", 1.0), ("fixed-k2", 2.0), ("fixed-k5", 5.0), ("fixed-k10", 10.0), ("fixed-bstar", b)):
+        lower, upper = np.full(n, mu - k * sigma), np.full(n, mu + k * sigma)
+        estimates[name] = posterior(lower, upper)
+        fisher[name] = fixed_interval_fisher(n, mu, sigma, k, eps)
+    wide = (mu - wide_halfwidth * sigma, mu + wide_halfwidth * sigma)
+    y_p = np.clip(x[:n_pilot], *wide) + (wide[1] - wide[0]) * noise[:n_pilot] / eps
+    q_p = mcmc.quadrature_posterior(y_p, *wide, eps, n_grid=n_grid)
+    m, c = q_p.mean_mu, q_p.mean_sigma
+    for name, k in (("twostage-bstar", b), ("twostage-k1", 1.0), ("twostage-k2", 2.0)):
+        lower = np.concatenate([np.full(n_pilot, wide[0]), np.full(n - n_pilot, m - k * c)])
+        upper = np.concatenate([np.full(n_pilot, wide[1]), np.full(n - n_pilot, m + k * c)])
+        estimates[name] = posterior(lower, upper)
+        fisher[name] = two_stage_fisher(n, n_pilot, mu, sigma, wide, m, c, k, eps)
+    return BaselineReplicate(eps_index, run, estimates, fisher, (m, c), edge)
+
+
+def baseline_study(
+    n: int,
+    mu: float,
+    sigma: float,
+    eps_grid: Sequence[float],
+    b_grid: Sequence[float],
+    n_runs: int,
+    seed: int = 1,
+    *,
+    n_jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    **kwargs: Any,
+) -> list[BaselineReplicate]:
+    """:func:`baseline_replicate` for every ``(eps, run)``, ordered by eps index then run.
+
+    Each replicate seeds itself, so ``n_jobs`` worker processes change the wall time only. ``kwargs``
+    go to :func:`baseline_replicate`.
+    """
+    eps_list = [float(check_positive("eps_grid", e)) for e in eps_grid]
+    b_list = [float(check_positive("b_grid", v)) for v in b_grid]
+    if not eps_list or len(b_list) != len(eps_list):
+        raise ValueError(f"eps_grid must be non-empty and b_grid needs one half-width per eps ({len(eps_list)}), got {len(b_list)}")
+    check_int("n_runs", n_runs, minimum=1)
+    check_int("n_jobs", n_jobs, minimum=1)
+    tasks = [(n, mu, sigma, e, v, i, run, seed) for i, (e, v) in enumerate(zip(eps_list, b_list)) for run in range(n_runs)]
+    out: list[BaselineReplicate] = []
+    if progress is not None:
+        progress(0, len(tasks))
+    if n_jobs == 1:
+        for task in tasks:
+            out.append(baseline_replicate(*task, **kwargs))
+            if progress is not None:
+                progress(len(out), len(tasks))
+        return out
+    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(baseline_replicate, *task, **kwargs) for task in tasks]
+        for fut in futures:
+            out.append(fut.result())
+            if progress is not None:
+                progress(len(out), len(tasks))
+    return out

@@ -1,0 +1,27 @@
+"""A sampler's cloud against the exact posterior of the same releases (dpbayes.sampler_checks)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpbayes import sampler_checks
+
+
+def test_cloud_check_passes_exact_draws_and_catches_a_narrow_cloud():
+    from dpbayes import mcmc, smc
+
+    x = 10.0 + 2.0 * np.random.default_rng(0).standard_normal(40)
+    y, lo, hi = smc.fixed_interval_releases(x, (0.0, 20.0), 5.0, np.random.default_rng(1).laplace(size=40))
+    q = mcmc.quadrature_posterior(y, lo, hi, 5.0)
+    g = mcmc.grid_posterior(y, lo, hi, 5.0, np.linspace(q.mean_mu - 8 * q.sd_mu, q.mean_mu + 8 * q.sd_mu, 201),
+                            np.exp(np.linspace(np.log(q.mean_sigma) - 2, np.log(q.mean_sigma) + 2, 201)))
+    rng = np.random.default_rng(2)
+    cells = rng.choice(g.prob.size, size=2000, p=g.prob.ravel())
+    mu, sigma = g.mu_grid[cells // 201], g.sigma_grid[cells % 201]
+    good = sampler_checks.cloud_vs_exact(mu, sigma, None, y, lo, hi, 5.0, np.random.default_rng(3), n_grid=201)
+    assert good.edge_mass < 1e-4 and good.n_eff == 2000
+    assert good.w1_mu < 3 * good.w1_ref_mu and good.w1_log_sigma < 3 * good.w1_ref_log_sigma
+    assert abs(good.sd_ratio_mu - 1) < 0.1 and abs(good.sd_ratio_log_sigma - 1) < 0.1
+    m0 = mu.mean()
+    narrow = sampler_checks.cloud_vs_exact(m0 + 0.5 * (mu - m0), sigma, None, y, lo, hi, 5.0, np.random.default_rng(3), n_grid=201)
+    assert abs(narrow.sd_ratio_mu - 0.5) < 0.06 and narrow.w1_mu > 5 * narrow.w1_ref_mu
