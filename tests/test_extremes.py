@@ -36,3 +36,34 @@ def test_refinement_finds_the_peak_between_grid_points_and_keeps_a_better_grid_p
     assert (x, v) == (0.5, 1.0)
     with pytest.raises(ValueError, match="grid"):
         ex.refine_scanned_extreme(f, grid[::-1], f(grid))
+
+
+def test_limits_extend_the_end_cell_and_clip_the_bracket():
+    f = lambda x: -((x - 1.3) ** 2)  # noqa: E731  the peak lies beyond the last grid point
+    grid = np.linspace(0.0, 1.0, 11)
+    x, _, _ = ex.refine_scanned_extreme(f, grid, f(grid), maximize=True)
+    assert x == pytest.approx(1.0, abs=1e-8)  # no limit: the end cell only
+    x, _, _ = ex.refine_scanned_extreme(f, grid, f(grid), maximize=True, limits=(None, 2.0))
+    assert x == pytest.approx(1.3, abs=1e-8)  # reaches out to the limit
+    x, _, _ = ex.refine_scanned_extreme(f, grid, f(grid), maximize=True, limits=(None, 1.2))
+    assert 1.0 < x <= 1.2 and x == pytest.approx(1.2, abs=1e-6)  # never past it
+    g = lambda x: (x + 0.25) ** 2  # noqa: E731  the minimum lies below the first grid point
+    x, _, _ = ex.refine_scanned_extreme(g, grid, g(grid), limits=(-1.0, None))
+    assert x == pytest.approx(-0.25, abs=1e-8)
+    # a limit inside the best cell clips it; a bracket clipped to nothing keeps the scanned point
+    h = lambda x: (x - 0.33) ** 2  # noqa: E731  best scanned point 0.3, its cell [0.2, 0.4] clipped at 0.32
+    x, _, _ = ex.refine_scanned_extreme(h, grid, h(grid), limits=(None, 0.32))
+    assert 0.3 < x <= 0.32 and x == pytest.approx(0.32, abs=1e-6)
+    x, v, nfev = ex.refine_scanned_extreme(g, grid, g(grid), limits=(0.0, 0.0))
+    assert (x, v, nfev) == (0.0, g(0.0), 0)
+
+
+def test_nan_scan_values_are_skipped_and_all_nan_is_rejected():
+    f = lambda x: -((x - 0.3137) ** 2)  # noqa: E731
+    grid = np.linspace(0.0, 1.0, 11)
+    values = f(grid)
+    values[0] = np.nan
+    x, _, _ = ex.refine_scanned_extreme(f, grid, values, maximize=True)
+    assert x == pytest.approx(0.3137, abs=1e-8)
+    with pytest.raises(ValueError, match="NaN"):
+        ex.refine_scanned_extreme(f, grid, np.full(11, np.nan))

@@ -25,9 +25,13 @@ __all__ = ["refine_scanned_extreme", "extreme_over_eps"]
 
 def refine_scanned_extreme(
     f: Callable[[float], float], grid: NDArray[np.float64], values: NDArray[np.float64], *, maximize: bool = False,
-    xatol: float = 1e-9,
+    xatol: float = 1e-9, limits: tuple[float | None, float | None] = (None, None),
 ) -> tuple[float, float, int]:
     """Refine the best point of a scan: bounded Brent between the grid neighbours of the best scanned value.
+
+    The bracket is ``[grid[i - 1], grid[i + 1]]`` around the best scanned point ``i`` (NaN values are
+    skipped); at an end of the scan it is the end cell, or reaches out to the limit on that side when one
+    is given, and it never leaves ``limits``.
 
     Parameters
     ----------
@@ -41,6 +45,10 @@ def refine_scanned_extreme(
         Look for the largest value instead of the smallest.
     xatol : float
         Absolute tolerance of the bounded search, ``> 0``.
+    limits : (float or None, float or None)
+        Where the search may go: a lower (upper) limit extends the bracket of the first (last) scanned
+        point down (up) to it and clips every bracket; ``None``: no extension, no clipping on that side.
+        A bracket clipped to nothing returns the scanned point (``nfev = 0``).
 
     Returns
     -------
@@ -54,8 +62,16 @@ def refine_scanned_extreme(
         raise ValueError("grid must be an increasing 1-d array of at least 2 points, with values of the same shape")
     xatol = float(check_positive("xatol", xatol))
     sign = -1.0 if maximize else 1.0
-    i = int(np.argmin(sign * values))
-    lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, grid.size - 1)])
+    if np.all(np.isnan(values)):
+        raise ValueError("values must hold at least one number (all are NaN)")
+    i = int(np.nanargmin(sign * values))
+    lower, upper = limits
+    lo = float(grid[i - 1]) if i > 0 else (float(lower) if lower is not None else float(grid[0]))
+    hi = float(grid[i + 1]) if i + 1 < grid.size else (float(upper) if upper is not None else float(grid[-1]))
+    lo = lo if lower is None else max(lo, float(lower))
+    hi = hi if upper is None else min(hi, float(upper))
+    if hi <= lo:
+        return float(grid[i]), float(values[i]), 0
     res = optimize.minimize_scalar(lambda x: sign * f(float(x)), bounds=(lo, hi), method="bounded",
                                    options={"xatol": xatol})
     if res.fun <= sign * values[i]:

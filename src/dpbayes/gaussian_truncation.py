@@ -30,6 +30,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
+from dpbayes.extremes import refine_scanned_extreme
+
 # the same input checks as the Laplace module (finite arrays, r > l)
 from dpbayes.truncation import _finite, _interval, fisher_score
 from dpbayes.validation import check_choice, check_grid, check_in_range, check_positive, check_rng
@@ -340,16 +342,10 @@ def best_interval_gaussian(
     if np.any(b_grid <= 0):
         raise ValueError("grid must hold half-widths b > 0")
     scores = fisher_score(_fisher_exact(0.0, 1.0, -b_grid, b_grid, kappa), score)
-    i = int(np.nanargmax(scores))
-    lo = max(min_b, float(b_grid[i - 1])) if i > 0 else min_b
-    hi = float(b_grid[i + 1]) if i + 1 < b_grid.size else float(b_grid[i])
-    if hi <= lo:
-        return float(b_grid[i]), float(scores[i])
 
-    def negative_score(b: float) -> float:
-        return -float(fisher_score(_fisher_exact(0.0, 1.0, -b, b, kappa), score))
+    def score_at(b: float) -> float:
+        return float(fisher_score(_fisher_exact(0.0, 1.0, -b, b, kappa), score))
 
-    res = optimize.minimize_scalar(negative_score, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9})
-    if -res.fun > scores[i]:
-        return float(res.x), float(-res.fun)
-    return float(b_grid[i]), float(scores[i])
+    # between the grid neighbours of the best b; from the first grid point down to min_half_width
+    b_star, value, _ = refine_scanned_extreme(score_at, b_grid, scores, maximize=True, xatol=1e-9, limits=(min_b, None))
+    return b_star, value

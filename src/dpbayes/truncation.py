@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, special
 
 from dpbayes import _smc_kernels
+from dpbayes.extremes import refine_scanned_extreme
 from dpbayes.validation import check_choice, check_grid, check_int, check_positive, check_rng
 
 __all__ = [
@@ -684,24 +685,20 @@ def best_interval(
         eps, score, method, grid, rng=rng, n_obs=n_obs, n_is=n_is, noise_scale_factor=noise_scale_factor
     )
     a_grid = _default_grid() if grid is None else np.asarray(grid, dtype=float)
-    i = int(np.nanargmax(scores))
-    a_best = float(a_grid[i])
+    a_best = float(a_grid[int(np.nanargmax(scores))])
     if refine:
         if method != "exact":
             raise ValueError("refine=True needs method='exact' (a noisy objective cannot be polished)")
         check_positive("min_half_width", min_half_width)
         k = float(noise_scale_factor)
         eps_f = float(eps)
-        lo = float(a_grid[i - 1]) if i > 0 else a_best
-        hi = float(a_grid[i + 1]) if i + 1 < a_grid.size else -min_half_width
-        hi = min(hi, -min_half_width)
 
-        def negative_score(a: float) -> float:
-            return -float(fisher_score(_fisher_exact(0.0, 1.0, a, -a, eps_f, k), score))
+        def score_at(a: float) -> float:
+            return float(fisher_score(_fisher_exact(0.0, 1.0, a, -a, eps_f, k), score))
 
-        res = optimize.minimize_scalar(negative_score, bounds=(lo, hi), method="bounded", options={"xatol": 1e-9})
-        if -res.fun > scores[i]:
-            a_best = float(res.x)
+        # between the grid neighbours of the best a; from the last grid point on to half-width min_half_width
+        a_best, _, _ = refine_scanned_extreme(score_at, a_grid, scores, maximize=True, xatol=1e-9,
+                                              limits=(None, -float(min_half_width)))
     return a_best, -a_best
 
 
