@@ -2,7 +2,7 @@
 
 Beyond the paper: two estimators run on shared replicates (the same individuals and noise) are compared by
 their MSE ratio with a sign-flip permutation test, a paired bootstrap interval and a Wilcoxon signed-rank
-test (:func:`paired_comparison`); :func:`sign_test_p` is the exact sign test of a handful of runs.
+test (:func:`~dpbayes.paired_tests.paired_comparison`); :func:`~dpbayes.paired_tests.sign_test_p` is the exact sign test of a handful of runs.
 Re-exported by :mod:`dpbayes.smc_study`.
 """
 
@@ -20,13 +20,13 @@ from dpbayes.validation import check_int, check_positive, check_probability
 __all__ = ["PAIRED_VERDICTS", "PairedComparison", "paired_comparison", "sign_test_p"]
 
 
-#: Verdict words of :func:`paired_comparison`, from the first estimator's point of view.
+#: Verdict words of :func:`~dpbayes.paired_tests.paired_comparison`, from the first estimator's point of view.
 PAIRED_VERDICTS = ("more accurate", "less accurate", "indistinguishable", "undecided")
 
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """Two estimators on the same replicates (see :func:`paired_comparison`)."""
+    """Two estimators on the same replicates (see :func:`~dpbayes.paired_tests.paired_comparison`)."""
 
     #: number of shared replicates
     n: int
@@ -41,7 +41,7 @@ class PairedComparison:
     wilcoxon_p: float
     #: how many replicates the first estimator has the smaller absolute error
     wins: int
-    #: one of :data:`PAIRED_VERDICTS`
+    #: one of :data:`~dpbayes.paired_tests.PAIRED_VERDICTS`
     verdict: str
 
 

@@ -1,6 +1,6 @@
 """Distributional validation of a sampler's cloud against the exact grid posterior (chapter 3, beyond the paper).
 
-:func:`cloud_vs_exact` compares a (weighted) posterior sample of ``(mu, sigma)`` with the exact posterior
+:func:`~dpbayes.sampler_checks.cloud_vs_exact` compares a (weighted) posterior sample of ``(mu, sigma)`` with the exact posterior
 of the same releases: Wasserstein-1 distances of the marginals of ``mu`` and ``log sigma`` against those of
 as many independent exact draws, and the ratio of standard deviations. Re-exported by
 :mod:`dpbayes.smc_study`.
@@ -22,7 +22,7 @@ __all__ = ["CloudCheck", "cloud_vs_exact"]
 
 @dataclass(frozen=True)
 class CloudCheck:
-    """A weighted posterior sample against the exact posterior of the same releases (see :func:`cloud_vs_exact`)."""
+    """A weighted posterior sample against the exact posterior of the same releases (see :func:`~dpbayes.sampler_checks.cloud_vs_exact`)."""
 
     #: Wasserstein-1 distance of the cloud's marginal from the exact one, for ``mu`` and for ``log sigma``
     w1_mu: float

@@ -5,7 +5,7 @@ centred at the *true* mean: the exact total Fisher information of fixed-interval
 design (a pilot fraction through a wide interval, then one fixed interval at the pilot's posterior mean; each
 individual releases once with the same eps, and the second interval is post-processing of releases, so the
 design is eps-DP per individual, paper Proposition 1), and the baseline designs simulated on the study's
-replicates with the exact posterior (:func:`baseline_replicate`, :func:`baseline_study`). Fisher
+replicates with the exact posterior (:func:`~dpbayes.smc_designs.baseline_replicate`, :func:`~dpbayes.smc_designs.baseline_study`). Fisher
 informations are exact (:func:`dpbayes.truncation.fisher_information_normal`). Re-exported by
 :mod:`dpbayes.smc_study`.
 """
@@ -115,7 +115,7 @@ def two_stage_fisher(
 # individuals and noise of the simulation study's replicate (common random numbers with the stored runs).
 # ---------------------------------------------------------------------------------------------------
 
-#: Designs of :func:`baseline_replicate`: fixed intervals ``mu +- k sigma`` centred at the truth
+#: Designs of :func:`~dpbayes.smc_designs.baseline_replicate`: fixed intervals ``mu +- k sigma`` centred at the truth
 #: (``k`` = 1, 2, 5, 10 and the adaptive half-width ``b*``, an oracle), and two-stage designs (a pilot
 #: through the wide interval, then ``m +- k c`` at the pilot's posterior means, ``k`` = ``b*``, 1, 2).
 BASELINE_DESIGNS = ("fixed-k1", "fixed-k2", "fixed-k5", "fixed-k10", "fixed-bstar",
@@ -186,7 +186,7 @@ def baseline_replicate(
     pilot_fraction: float = 0.1,
     n_grid: int = 17,
 ) -> BaselineReplicate:
-    """Every design of :data:`BASELINE_DESIGNS` on replicate ``(eps_index, run)``, exact posterior means.
+    """Every design of :data:`~dpbayes.smc_designs.BASELINE_DESIGNS` on replicate ``(eps_index, run)``, exact posterior means.
 
     The individuals ``x`` and standard Laplace draws come from the streams of :func:`dpbayes.smc_study.run_replicate`
     (``SeedSequence([seed, eps_index, run])``), shared by all designs. Fixed designs release all ``n``
@@ -242,10 +242,10 @@ def baseline_study(
     progress: Callable[[int, int], None] | None = None,
     **kwargs: Any,
 ) -> list[BaselineReplicate]:
-    """:func:`baseline_replicate` for every ``(eps, run)``, ordered by eps index then run.
+    """:func:`~dpbayes.smc_designs.baseline_replicate` for every ``(eps, run)``, ordered by eps index then run.
 
     Each replicate seeds itself, so ``n_jobs`` worker processes change the wall time only. ``kwargs``
-    go to :func:`baseline_replicate`.
+    go to :func:`~dpbayes.smc_designs.baseline_replicate`.
     """
     eps_list = [float(check_positive("eps_grid", e)) for e in eps_grid]
     b_list = [float(check_positive("b_grid", v)) for v in b_grid]

@@ -21,7 +21,7 @@ from dpbayes.validation import check_int, check_positive
 __all__ = ["FAIR_DESIGNS", "FairReplicate", "fair_baseline_replicate", "fair_baseline_study"]
 
 
-#: Designs of :func:`fair_baseline_replicate`: the two best fixed intervals at the truth (``mu +- k sigma``,
+#: Designs of :func:`~dpbayes.smc_fair_baseline.fair_baseline_replicate`: the two best fixed intervals at the truth (``mu +- k sigma``,
 #: ``k`` = 1, 2), the two-stage design ``m +- 2 c`` that ignores the pilot's uncertainty, and the fair one
 #: ``m +- (2 c + z s_m)`` that widens by ``z`` pilot posterior standard deviations of ``mu``.
 FAIR_DESIGNS = ("fixed-k1", "fixed-k2", "twostage-k2", "twostage-k2-wide")
@@ -29,7 +29,7 @@ FAIR_DESIGNS = ("fixed-k1", "fixed-k2", "twostage-k2", "twostage-k2-wide")
 
 @dataclass(frozen=True)
 class FairReplicate:
-    """Exact posterior means and per-pilot Cramer-Rao bounds of :data:`FAIR_DESIGNS` on one replicate."""
+    """Exact posterior means and per-pilot Cramer-Rao bounds of :data:`~dpbayes.smc_fair_baseline.FAIR_DESIGNS` on one replicate."""
 
     eps_index: int
     run: int
@@ -108,7 +108,7 @@ def fair_baseline_study(
     progress: Callable[[int, int], None] | None = None,
     **kwargs: Any,
 ) -> list[FairReplicate]:
-    """:func:`fair_baseline_replicate` for every ``(eps, run)``, ordered by eps index then run (self-seeded)."""
+    """:func:`~dpbayes.smc_fair_baseline.fair_baseline_replicate` for every ``(eps, run)``, ordered by eps index then run (self-seeded)."""
     eps_list = [float(check_positive("eps_grid", e)) for e in eps_grid]
     if not eps_list:
         raise ValueError("eps_grid must be non-empty")

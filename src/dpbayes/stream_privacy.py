@@ -2,8 +2,8 @@
 
 Paper Proposition 1 and Remark 1, beyond the paper's proof: everything a run of
 :func:`dpbayes.smc.smc_latent` or :func:`dpbayes.smc.smc_exact` makes public, step by step
-(:func:`released_transcript`), so that two runs on streams that differ in one record can be compared bit
-for bit (:func:`neighbour_stream_check`). Re-exported by :mod:`dpbayes.smc_study`.
+(:func:`~dpbayes.stream_privacy.released_transcript`), so that two runs on streams that differ in one record can be compared bit
+for bit (:func:`~dpbayes.stream_privacy.neighbour_stream_check`). Re-exported by :mod:`dpbayes.smc_study`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dpbayes.validation import check_int, check_positive
 __all__ = ["TRANSCRIPT_FIELDS", "released_transcript", "first_transcript_difference", "NeighbourCheck", "neighbour_stream_check"]
 
 
-#: Per-step released quantities of an :class:`dpbayes.smc.SMCResult`, in the order of :func:`released_transcript`.
+#: Per-step released quantities of an :class:`dpbayes.smc.SMCResult`, in the order of :func:`~dpbayes.stream_privacy.released_transcript`.
 TRANSCRIPT_FIELDS = ("y", "lower", "upper", "mean_mu", "mean_sigma", "ess")
 
 
@@ -31,7 +31,7 @@ def released_transcript(result: smc.SMCResult) -> NDArray[np.float64]:
 
     Row ``t`` (0-based) holds the release ``y_t``, the interval ``[l_t, r_t]`` it was asked through,
     the posterior means of ``mu`` and ``sigma`` and the effective sample size after step ``t``
-    (:data:`TRANSCRIPT_FIELDS`), then the particle cloud (``mu``, ``sigma``, weights) if it was
+    (:data:`~dpbayes.stream_privacy.TRANSCRIPT_FIELDS`), then the particle cloud (``mu``, ``sigma``, weights) if it was
     stored at that step, else NaN. Proposition 1 of the paper treats all of these (``Theta_t``,
     ``s_t``, ``Y_t``) as released.
 
@@ -67,7 +67,7 @@ def first_transcript_difference(a: smc.SMCResult, b: smc.SMCResult) -> int:
 
 @dataclass(frozen=True)
 class NeighbourCheck:
-    """Two runs on streams that differ in one record ``k``, same seed (see :func:`neighbour_stream_check`)."""
+    """Two runs on streams that differ in one record ``k``, same seed (see :func:`~dpbayes.stream_privacy.neighbour_stream_check`)."""
 
     #: index of the replaced record
     k: int
