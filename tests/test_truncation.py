@@ -384,3 +384,20 @@ def test_compiled_loglik_on_wide_random_arguments():
     got = _smc_kernels.loglik(y, mu, sigma, l, r, eps)
     assert np.isfinite(ref).all() and np.isfinite(got).all()
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=0)
+
+
+def test_no_numba_environment_variable_selects_the_numpy_path(numpy_path):
+    """``DPBAYES_NO_NUMBA=1`` (README) gives the NumPy reference path, bit for bit, in a new process."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import json, numpy as np; from dpbayes import _smc_kernels, truncation as tr; "
+            "v = tr.loglik_privatised_normal(np.linspace(-50, 150, 41), 50.0, 3.0, 40.0, 60.0, 0.7); "
+            "print(json.dumps([_smc_kernels.compiled_enabled(), v.view(np.int64).tolist()]))")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, DPBAYES_NO_NUMBA="1"),
+                         capture_output=True, text=True, check=True).stdout
+    enabled, bits = json.loads(out)
+    ref = tr.loglik_privatised_normal(np.linspace(-50, 150, 41), 50.0, 3.0, 40.0, 60.0, 0.7)
+    assert enabled is False and bits == ref.view(np.int64).tolist()
