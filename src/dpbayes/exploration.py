@@ -38,7 +38,7 @@ def window_spread(offsets: ArrayLike, n_windows: int) -> NDArray[np.float64]:
     offsets : array_like
         One-dimensional, finite: the exploration offset of each step, in step order.
     n_windows : int
-        Number of consecutive windows (as equal as :func:`numpy.array_split` makes them), ``>= 2``,
+        Number of consecutive windows (as equal as ``numpy.array_split`` makes them), ``>= 2``,
         with at least two offsets each.
 
     Returns
