@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
-from dpbayes.smc_summaries import _finite_1d
+from dpbayes.smc_summaries import _finite_1d, _normalised_weights
 from dpbayes.validation import check_int, check_positive
 
 __all__ = ["CloudCheck", "cloud_vs_exact"]
@@ -74,13 +74,7 @@ def cloud_vs_exact(
     s = _finite_1d("sigma", sigma)
     if s.shape != m.shape or np.any(s <= 0):
         raise ValueError("sigma must hold one positive value per value of mu")
-    if weights is None:
-        w = np.full(m.size, 1.0 / m.size)
-    else:
-        w = _finite_1d("weights", weights)
-        if w.shape != m.shape or np.any(w < 0) or w.sum() <= 0:
-            raise ValueError("weights must be non-negative, one per particle, with a positive sum")
-        w = w / w.sum()
+    w = _normalised_weights(weights, m.size, "particle")
     eps = float(check_positive("eps", eps))
     n_grid = check_int("n_grid", n_grid, minimum=21)
     n_ref = check_int("n_ref", n_ref, minimum=1)

@@ -31,6 +31,16 @@ def _finite_1d(name: str, value: ArrayLike) -> NDArray[np.float64]:
     return arr
 
 
+def _normalised_weights(weights: ArrayLike | None, size: int, per: str) -> NDArray[np.float64]:
+    """Weights summing to one, one ``per`` value (equal when ``None``); checked before use."""
+    if weights is None:
+        return np.full(size, 1.0 / size)
+    w = _finite_1d("weights", weights)
+    if w.shape != (size,) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError(f"weights must be non-negative, one per {per}, with a positive sum")
+    return w / w.sum()
+
+
 def error_summary(estimates: ArrayLike, truth: float) -> dict[str, float]:
     """Root-mean-square, mean absolute and median absolute error of ``estimates`` about ``truth``.
 
@@ -58,13 +68,7 @@ def weighted_quantile(values: ArrayLike, probs: ArrayLike, weights: ArrayLike | 
     """
     v = _finite_1d("values", values)
     p = np.atleast_1d(check_probability("probs", probs))
-    if weights is None:
-        w = np.full(v.size, 1.0 / v.size)
-    else:
-        w = _finite_1d("weights", weights)
-        if w.shape != v.shape or np.any(w < 0) or w.sum() <= 0:
-            raise ValueError("weights must be non-negative, one per value, with a positive sum")
-        w = w / w.sum()
+    w = _normalised_weights(weights, v.size, "value")
     order = np.argsort(v, kind="stable")
     cdf = np.cumsum(w[order])
     cdf[-1] = 1.0
