@@ -237,4 +237,6 @@ def loglik(y: Any, mu: Any, sigma: Any, l: Any, r: Any, eps: Any) -> NDArray[np.
     # -inf and nan arise as in the NumPy path (which silences the same floating-point flags)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out = kernel(y, mu, sigma, l, r, eps)
-    return np.array(out, dtype=float)  # a writeable array (a 0-d one for scalars), as the NumPy path returns
+    # the ufunc's array result is new and writeable; scalars come back as a NumPy scalar, which the NumPy
+    # path returns as a 0-d array (no copy of the array results on this hot path)
+    return out if isinstance(out, np.ndarray) else np.array(out, dtype=float)
