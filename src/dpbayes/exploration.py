@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpbayes.validation import check_int
+from dpbayes.validation import check_int, check_probability
 
 __all__ = ["window_spread", "spread_ratio"]
 
@@ -74,8 +74,7 @@ def spread_ratio(offsets: ArrayLike, n_windows: int, n_boot: int = 2000, level: 
     """
     n_boot = check_int("n_boot", n_boot, minimum=100)
     seed = check_int("seed", seed, minimum=0)
-    if not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    level = check_probability("level", level, open_interval=True)
     wins = _windows(offsets, n_windows)
     reference = check_int("reference", reference, minimum=0, maximum=len(wins) - 2)
     first, last = wins[reference], wins[-1]
