@@ -12,7 +12,7 @@ interval mu +- 10 sigma, priors N(0, 10^4) and IG(1, 1)) for eps = 1 and 10 on o
 and its waste-free default (``len_chain = 10``), all with the same exact log-likelihood
 (``dpbayes.truncation``) and resampling at ESS < N/2. For each method and particle number of a ladder,
 ``--seeds`` runs give the RMS error of the final posterior means of mu and sigma against the exact
-quadrature posterior, in posterior sds, and the mean wall time of a run. The time to reach an
+quadrature posterior, in posterior sds, and the mean CPU and wall time of a run. The time to reach an
 accuracy level is read off the fitted laws ``error = a N^(-1/2)`` (a pooled over the ladder) and
 ``time = c + b N`` (least squares), with ``time`` the CPU time of a run (this process, one thread: the
 machine is shared, and CPU time is far less sensitive to the other processes than wall time; the mean
