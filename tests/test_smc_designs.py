@@ -73,3 +73,38 @@ def test_baseline_study_is_ordered_and_checks_its_grids() -> None:
         sd.baseline_study(40, 0.0, 1.0, [5.0], [0.5, 0.9], 1)
     with pytest.raises(ValueError, match="pilot_fraction"):
         sd.baseline_replicate(40, 0.0, 1.0, 5.0, 0.5, 0, 0, pilot_fraction=1.5)
+
+
+def test_mirror_intervals_flip_about_the_centre() -> None:
+    lower, upper = sd.mirror_intervals(50.0, 2.0, (-0.5, 1.5), np.array([False, True, False]))
+    assert lower.tolist() == [49.0, 47.0, 49.0] and upper.tolist() == [53.0, 51.0, 53.0]
+    with pytest.raises(ValueError, match="ab"):
+        sd.mirror_intervals(0.0, 1.0, (1.0, 1.0), np.array([True]))
+    with pytest.raises(ValueError, match="flip"):
+        sd.mirror_intervals(0.0, 1.0, (0.0, 1.0), np.array([0, 1]))
+    with pytest.raises(ValueError, match="sigma"):
+        sd.mirror_intervals(0.0, -1.0, (0.0, 1.0), np.array([True]))
+
+
+def test_mirror_design_cancels_the_off_diagonal_information() -> None:
+    # the two orientations of an off-centre interval have the same diagonal information and opposite
+    # off-diagonals (N(0, 1) is symmetric), so half of each gives design_criteria's "mirror" information
+    from dpbayes import design_criteria
+
+    a, b, eps, n = -0.3, 1.7, 1.0, 10
+    up = sd.design_fisher(*sd.mirror_intervals(0.0, 1.0, (a, b), np.zeros(n, dtype=bool)), 0.0, 1.0, eps)
+    down = sd.design_fisher(*sd.mirror_intervals(0.0, 1.0, (a, b), np.ones(n, dtype=bool)), 0.0, 1.0, eps)
+    assert np.allclose(np.diag(up), np.diag(down), rtol=1e-10)
+    assert up[0, 1] == pytest.approx(-down[0, 1], rel=1e-10) and abs(up[0, 1]) > 0.1 * np.sqrt(up[0, 0] * up[1, 1])
+    half = sd.design_fisher(*sd.mirror_intervals(0.0, 1.0, (a, b), np.arange(n) % 2 == 0), 0.0, 1.0, eps)
+    assert np.allclose(half / n, design_criteria.design_information(a, b, eps, "mirror"), rtol=1e-10, atol=1e-12)
+
+
+def test_baseline_replicate_mirror_coins_are_fair_and_do_not_touch_the_study_streams() -> None:
+    coins = sd._mirror_coins(4000, 1, 0, 0)
+    assert abs(coins.mean() - 0.5) < 0.03  # 4 binomial sd
+    assert not np.array_equal(coins, sd._mirror_coins(4000, 1, 0, 1))
+    with pytest.raises(ValueError, match="ab"):
+        sd.baseline_replicate(40, 0.0, 1.0, 5.0, 0.5, 0, 0, mirror_ab=(1.0, 0.0))
+    with pytest.raises(ValueError, match="mirror_ab"):
+        sd.baseline_study(40, 0.0, 1.0, [5.0], [0.5], 1, mirror_ab=(0.0, 1.0))

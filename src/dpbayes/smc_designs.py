@@ -26,7 +26,7 @@ from dpbayes.smc import NormalInvGammaPrior
 from dpbayes.smc_summaries import _finite_1d
 from dpbayes.validation import check_int, check_positive, check_probability
 
-__all__ = ["fixed_interval_fisher", "design_fisher", "two_stage_pilot", "two_stage_fisher", "BASELINE_DESIGNS", "BaselineReplicate", "baseline_replicate", "baseline_study"]
+__all__ = ["fixed_interval_fisher", "design_fisher", "mirror_intervals", "two_stage_pilot", "two_stage_fisher", "BASELINE_DESIGNS", "BaselineReplicate", "baseline_replicate", "baseline_study"]
 
 
 def fixed_interval_fisher(n: int, mu: float, sigma: float, halfwidth: float, eps: float) -> NDArray[np.float64]:
@@ -118,7 +118,7 @@ def two_stage_fisher(
 #: Designs of :func:`~dpbayes.smc_designs.baseline_replicate`: fixed intervals ``mu +- k sigma`` centred at the truth
 #: (``k`` = 1, 2, 5, 10 and the adaptive half-width ``b*``, an oracle), and two-stage designs (a pilot
 #: through the wide interval, then ``m +- k c`` at the pilot's posterior means, ``k`` = ``b*``, 1, 2).
-BASELINE_DESIGNS = ("fixed-k1", "fixed-k2", "fixed-k5", "fixed-k10", "fixed-bstar",
+BASELINE_DESIGNS = ("fixed-k1", "fixed-k2", "fixed-k5", "fixed-k10", "fixed-bstar", "fixed-mirror",
                     "twostage-bstar", "twostage-k1", "twostage-k2")
 
 
@@ -172,6 +172,54 @@ def _pilot_design_draws(
     return sigma, eps, n_pilot, x, noise
 
 
+def mirror_intervals(
+    mu: float, sigma: float, ab: tuple[float, float], flip: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Intervals of the mirror-randomised design: ``[mu + a sigma, mu + b sigma]``, or ``[mu - b sigma, mu - a sigma]`` where ``flip``.
+
+    The coin is public and independent of the data, so the design costs no privacy: each individual
+    still releases once through a data-independent interval (paper eq. (10), Proposition 1). Averaged
+    over the coin, the off-diagonal Fisher information of the two orientations cancels
+    (:mod:`dpbayes.design_criteria`).
+
+    Parameters
+    ----------
+    mu, sigma : float
+        Centre and scale the standardised interval is placed at (``sigma > 0``).
+    ab : tuple of float
+        The standardised interval ``(a, b)``, ``a < b``.
+    flip : array_like of bool, shape (n,)
+        The coins: ``True`` asks for the mirror image.
+
+    Returns
+    -------
+    lower, upper : ndarray, shape (n,)
+    """
+    sigma = float(check_positive("sigma", sigma))
+    a, b = (float(v) for v in ab)
+    if not (np.isfinite(a) and np.isfinite(b) and a < b):
+        raise ValueError(f"ab must be a pair (a, b) of finite numbers with a < b, got {ab!r}")
+    coins = np.asarray(flip)
+    if coins.dtype != bool or coins.ndim != 1:
+        raise ValueError("flip must be a 1-D boolean array (one public coin per individual)")
+    lower = np.where(coins, mu - b * sigma, mu + a * sigma)
+    upper = np.where(coins, mu - a * sigma, mu + b * sigma)
+    return lower, upper
+
+
+def _mirror_coins(n: int, seed: int, eps_index: int, run: int) -> NDArray[np.bool_]:
+    # a seventh child of the replicate's SeedSequence: the six streams of the study stay as they were
+    child = np.random.SeedSequence([seed, eps_index, run]).spawn(7)[6]
+    return np.random.default_rng(child).random(n) < 0.5
+
+
+def _a_optimal_mirror(eps: float) -> tuple[float, float]:
+    from dpbayes import design_criteria  # a leaf module; imported where it is needed
+
+    opt = design_criteria.optimal_design(eps, "A", "mirror")
+    return opt.a, opt.b
+
+
 def baseline_replicate(
     n: int,
     mu: float,
@@ -185,6 +233,7 @@ def baseline_replicate(
     wide_halfwidth: float = 10.0,
     pilot_fraction: float = 0.1,
     n_grid: int = 17,
+    mirror_ab: tuple[float, float] | None = None,
 ) -> BaselineReplicate:
     """Every design of :data:`~dpbayes.smc_designs.BASELINE_DESIGNS` on replicate ``(eps_index, run)``, exact posterior means.
 
@@ -196,12 +245,19 @@ def baseline_replicate(
     for ``[m - k c, m + k c]``; each individual releases once with ``eps`` (eps-DP per individual, the
     second interval being post-processing of released values, paper Proposition 1). The posterior of a
     design uses all its releases with their intervals (:func:`dpbayes.mcmc.quadrature_posterior`,
-    ``n_grid`` points per axis before the grid widens itself).
+    ``n_grid`` points per axis before the grid widens itself). The mirror-randomised design
+    (``"fixed-mirror"``, beyond the paper) asks individual ``t`` for ``[mu + a sigma, mu + b sigma]`` or
+    its mirror image by a public fair coin (:func:`mirror_intervals`), with ``mirror_ab = (a, b)`` the
+    A-optimal mirror-randomised interval at ``eps`` (:func:`dpbayes.design_criteria.optimal_design`,
+    computed here when not given); like the fixed designs it is placed at the truth.
     """
     from dpbayes import mcmc  # mcmc imports smc; imported where it is needed, as before the split
 
     b = float(check_positive("b", b))
+    if mirror_ab is None:
+        mirror_ab = _a_optimal_mirror(eps)
     sigma, eps, n_pilot, x, noise = _pilot_design_draws(n, mu, sigma, eps, wide_halfwidth, pilot_fraction, seed, eps_index, run)
+    mirror = mirror_intervals(mu, sigma, mirror_ab, _mirror_coins(n, seed, eps_index, run))  # checks mirror_ab first
     estimates: dict[str, tuple[float, float]] = {}
     fisher: dict[str, NDArray[np.float64]] = {}
     edge = 0.0
@@ -217,6 +273,8 @@ def baseline_replicate(
         lower, upper = np.full(n, mu - k * sigma), np.full(n, mu + k * sigma)
         estimates[name] = posterior(lower, upper)
         fisher[name] = fixed_interval_fisher(n, mu, sigma, k, eps)
+    estimates["fixed-mirror"] = posterior(*mirror)
+    fisher["fixed-mirror"] = design_fisher(*mirror, mu, sigma, eps)
     wide = (mu - wide_halfwidth * sigma, mu + wide_halfwidth * sigma)
     y_p = np.clip(x[:n_pilot], *wide) + (wide[1] - wide[0]) * noise[:n_pilot] / eps
     q_p = mcmc.quadrature_posterior(y_p, *wide, eps, n_grid=n_grid)
@@ -253,18 +311,21 @@ def baseline_study(
         raise ValueError(f"eps_grid must be non-empty and b_grid needs one half-width per eps ({len(eps_list)}), got {len(b_list)}")
     check_int("n_runs", n_runs, minimum=1)
     check_int("n_jobs", n_jobs, minimum=1)
+    if "mirror_ab" in kwargs:
+        raise ValueError("baseline_study computes mirror_ab itself, one optimum per eps; do not pass it")
+    mirror = [_a_optimal_mirror(e) for e in eps_list]  # once per eps, not in every replicate
     tasks = [(n, mu, sigma, e, v, i, run, seed) for i, (e, v) in enumerate(zip(eps_list, b_list)) for run in range(n_runs)]
     out: list[BaselineReplicate] = []
     if progress is not None:
         progress(0, len(tasks))
     if n_jobs == 1:
         for task in tasks:
-            out.append(baseline_replicate(*task, **kwargs))
+            out.append(baseline_replicate(*task, **kwargs, mirror_ab=mirror[task[5]]))
             if progress is not None:
                 progress(len(out), len(tasks))
         return out
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(baseline_replicate, *task, **kwargs) for task in tasks]
+        futures = [pool.submit(baseline_replicate, *task, **kwargs, mirror_ab=mirror[task[5]]) for task in tasks]
         for fut in futures:
             out.append(fut.result())
             if progress is not None:
