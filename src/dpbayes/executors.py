@@ -1,8 +1,9 @@
 """Where independent tasks run: this process, local worker processes, or a Dask cluster.
 
-The parallel loops of the library (the replicates of :func:`dpbayes.smc_study.simulation_study`) and
-the run command's notebooks are lists of independent tasks, each seeding itself from its parameters,
-so the numbers do not depend on where a task runs. This module says where they run:
+The parallel loops of the library (the replicates of :func:`dpbayes.smc_study.simulation_study`, the
+designs of :mod:`dpbayes.smc_designs`: :func:`map_tasks`) and the run command's notebooks are lists of
+independent tasks, each seeding itself from its parameters, so the numbers do not depend on where a
+task runs. This module says where they run:
 
 * nothing given: as before (this process, or ``n_jobs`` local processes);
 * a *scheduler*: ``"tls://HOST:PORT"`` or ``"tcp://HOST:PORT"`` (any address of a running
@@ -26,14 +27,17 @@ A task whose worker dies is re-run on another worker by the scheduler (up to Das
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from dpbayes._extras import require
+from dpbayes.validation import check_int
 
-__all__ = ["SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler", "check_scheduler", "connect",
+__all__ = ["map_tasks", "SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler", "check_scheduler", "connect",
            "check_versions", "map_on_cluster", "PINNED_PACKAGES"]
 
 SCHEDULER_ENV = "DPBAYES_SCHEDULER"
@@ -228,3 +232,71 @@ def map_on_cluster(client: Any, fn: Callable[..., Any], tasks: Sequence[tuple[An
         client.cancel([f for f in futures if not f.done()], force=True)
         raise
     return results
+
+
+def map_tasks(
+    fn: Callable[..., Any],
+    tasks: Sequence[tuple[Any, ...]],
+    n_jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    scheduler: str | None = None,
+    label: str = "task",
+) -> list[Any]:
+    """``[fn(*task) for task in tasks]`` on the executor the study's replicates use, in task order.
+
+    The choice :func:`dpbayes.smc_study.simulation_study` makes for its replicates: a Dask cluster when ``scheduler`` (or the environment
+    variable ``DPBAYES_SCHEDULER``) names one, else ``n_jobs`` spawned local processes, else (``n_jobs = 1``)
+    this process. ``fn`` must be a module-level function of self-seeded tasks, so that the results do
+    not depend on where or in which order the tasks run.
+
+    Parameters
+    ----------
+    fn : callable
+        Picklable function applied to each task's arguments.
+    tasks : sequence of tuple
+        Positional arguments, one tuple per task.
+    n_jobs : int
+        Worker processes (ignored on a cluster).
+    progress : callable, optional
+        ``progress(0, total)`` before the first task and ``progress(done, total)`` after each one.
+    scheduler : str, optional
+        As in :func:`dpbayes.smc_study.simulation_study`.
+    label : str
+        Prefix of the cluster task keys.
+
+    Returns
+    -------
+    list
+        One result per task, in the order of ``tasks``.
+    """
+    check_int("n_jobs", n_jobs, minimum=1)
+    address = resolve_scheduler(scheduler)
+    tasks = list(tasks)
+    if progress is not None:
+        progress(0, len(tasks))
+
+    def collect(results: Iterable[Any]) -> list[Any]:
+        out: list[Any] = []
+        for result in results:
+            out.append(result)
+            if progress is not None:
+                progress(len(out), len(tasks))
+        return out
+
+    if address is not None:
+        finished = 0
+
+        def count(index: int, result: Any) -> None:
+            nonlocal finished
+            finished += 1
+            if progress is not None:
+                progress(finished, len(tasks))
+
+        with connect(address) as client:
+            return map_on_cluster(client, fn, tasks, done=count, label=label)
+    if n_jobs == 1 or len(tasks) <= 1:
+        return collect(fn(*task) for task in tasks)  # lazily: progress follows the work
+    # spawn, not fork: the caller may be a Jupyter kernel with live threads
+    with ProcessPoolExecutor(max_workers=min(n_jobs, len(tasks)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(fn, *task) for task in tasks]
+        return collect(fut.result() for fut in futures)

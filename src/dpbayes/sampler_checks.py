@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from dpbayes import mcmc
 from dpbayes.smc_summaries import _finite_1d, _normalised_weights
 from dpbayes.validation import check_int, check_positive
 
@@ -68,7 +69,6 @@ def cloud_vs_exact(
     the exact (gridded) marginal, the median over ``n_ref`` repetitions: a cloud whose distance is many times
     the reference is not a sample of the posterior of that size.
     """
-    from dpbayes import mcmc  # mcmc imports smc; as in dpbayes.smc_designs.baseline_replicate
 
     m = _finite_1d("mu", mu)
     s = _finite_1d("sigma", sigma)

@@ -12,16 +12,16 @@ informations are exact (:func:`dpbayes.truncation.fisher_information_normal`). R
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpbayes import smc, truncation
+from dpbayes import design_criteria, mcmc, smc, truncation
+from dpbayes.executors import map_tasks
+from dpbayes.replicate_streams import replicate_streams
 from dpbayes.smc import NormalInvGammaPrior
 from dpbayes.smc_summaries import _finite_1d
 from dpbayes.validation import check_int, check_positive, check_probability
@@ -154,7 +154,7 @@ def _pilot_design_draws(
     """The checks and draws the pilot-based designs share: ``(sigma, eps, n_pilot, x, noise)``.
 
     The individuals and standard Laplace draws of replicate ``run`` at ``eps_index``, the same streams as
-    :func:`dpbayes.smc_study.run_replicate` (``SeedSequence([seed, eps_index, run])``), so that every design of a replicate sees
+    :func:`dpbayes.smc_study.run_replicate` (:func:`dpbayes.replicate_streams.replicate_streams`), so that every design of a replicate sees
     the same data.
     """
     check_int("n", n, minimum=2)
@@ -164,11 +164,9 @@ def _pilot_design_draws(
     check_probability("pilot_fraction", pilot_fraction, open_interval=True)
     n_pilot = int(round(pilot_fraction * n))
     check_int("round(pilot_fraction * n)", n_pilot, minimum=1, maximum=n - 1)
-    from dpbayes.smc_study import _STREAM  # the study's stream layout (smc_study imports this module)
-
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence([seed, eps_index, run]).spawn(6)]
-    x = mu + sigma * streams[_STREAM["data"]].standard_normal(n)
-    noise = streams[_STREAM["noise"]].laplace(size=n)
+    streams = replicate_streams(seed, eps_index, run)
+    x = mu + sigma * streams["data"].standard_normal(n)
+    noise = streams["noise"].laplace(size=n)
     return sigma, eps, n_pilot, x, noise
 
 
@@ -208,14 +206,10 @@ def mirror_intervals(
 
 
 def _mirror_coins(n: int, seed: int, eps_index: int, run: int) -> NDArray[np.bool_]:
-    # a seventh child of the replicate's SeedSequence: the six streams of the study stay as they were
-    child = np.random.SeedSequence([seed, eps_index, run]).spawn(7)[6]
-    return np.random.default_rng(child).random(n) < 0.5
+    return replicate_streams(seed, eps_index, run)["mirror-coin"].random(n) < 0.5
 
 
 def _a_optimal_mirror(eps: float) -> tuple[float, float]:
-    from dpbayes import design_criteria  # a leaf module; imported where it is needed
-
     opt = design_criteria.optimal_design(eps, "A", "mirror")
     return opt.a, opt.b
 
@@ -251,8 +245,6 @@ def baseline_replicate(
     A-optimal mirror-randomised interval at ``eps`` (:func:`dpbayes.design_criteria.optimal_design`,
     computed here when not given); like the fixed designs it is placed at the truth.
     """
-    from dpbayes import mcmc  # mcmc imports smc; imported where it is needed, as before the split
-
     b = float(check_positive("b", b))
     if mirror_ab is None:
         mirror_ab = _a_optimal_mirror(eps)
@@ -287,6 +279,11 @@ def baseline_replicate(
     return BaselineReplicate(eps_index, run, estimates, fisher, (m, c), edge)
 
 
+def _baseline_task(task: tuple[Any, ...], mirror_ab: tuple[float, float], kwargs: dict[str, Any]) -> BaselineReplicate:
+    # a module-level function of one tuple, as map_tasks needs (picklable for worker processes)
+    return baseline_replicate(*task, **kwargs, mirror_ab=mirror_ab)
+
+
 def baseline_study(
     n: int,
     mu: float,
@@ -315,19 +312,5 @@ def baseline_study(
         raise ValueError("baseline_study computes mirror_ab itself, one optimum per eps; do not pass it")
     mirror = [_a_optimal_mirror(e) for e in eps_list]  # once per eps, not in every replicate
     tasks = [(n, mu, sigma, e, v, i, run, seed) for i, (e, v) in enumerate(zip(eps_list, b_list)) for run in range(n_runs)]
-    out: list[BaselineReplicate] = []
-    if progress is not None:
-        progress(0, len(tasks))
-    if n_jobs == 1:
-        for task in tasks:
-            out.append(baseline_replicate(*task, **kwargs, mirror_ab=mirror[task[5]]))
-            if progress is not None:
-                progress(len(out), len(tasks))
-        return out
-    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(baseline_replicate, *task, **kwargs, mirror_ab=mirror[task[5]]) for task in tasks]
-        for fut in futures:
-            out.append(fut.result())
-            if progress is not None:
-                progress(len(out), len(tasks))
-    return out
+    return map_tasks(_baseline_task, [(task, mirror[task[5]], kwargs) for task in tasks], n_jobs=n_jobs,
+                     progress=progress, label="baseline")

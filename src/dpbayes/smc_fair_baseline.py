@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dpbayes import smc, truncation
+from dpbayes import mcmc, smc, truncation
+from dpbayes.executors import map_tasks
 from dpbayes.smc_designs import _pilot_design_draws, fixed_interval_fisher
 from dpbayes.validation import check_int, check_positive
 
@@ -67,7 +68,6 @@ def fair_baseline_replicate(
     released values, so each individual's release stays eps-DP. The Cramer-Rao bounds are computed per
     replicate (per pilot) from the exact Fisher information of the releases actually made.
     """
-    from dpbayes import mcmc  # mcmc imports smc; as in dpbayes.smc_designs.baseline_replicate
 
     k = float(check_positive("k", k))
     z = float(check_positive("z", z))
@@ -115,7 +115,6 @@ def fair_baseline_study(
     check_int("n_runs", n_runs, minimum=1)
     check_int("n_jobs", n_jobs, minimum=1)
     tasks = [(n, mu, sigma, e, i, run, seed) for i, e in enumerate(eps_list) for run in range(n_runs)]
-    from dpbayes.smc_study import map_tasks  # the study's executor (smc_study imports this module)
 
     if kwargs:
         return map_tasks(_fair_task, [(t, kwargs) for t in tasks], n_jobs=n_jobs, progress=progress, label="fair-baseline")

@@ -30,16 +30,16 @@ The study's follow-ups live in modules of one concept each, and every name is re
 
 from __future__ import annotations
 
-import multiprocessing
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpbayes import executors, mcmc, smc, truncation
+from dpbayes import mcmc, smc, truncation
+from dpbayes.executors import map_tasks  # noqa: F401 (re-exported: the notebooks call smc_study.map_tasks)
+from dpbayes.replicate_streams import replicate_streams
 from dpbayes.paired_tests import PAIRED_VERDICTS, PairedComparison, paired_comparison, sign_test_p  # noqa: F401 (re-exported)
 from dpbayes.sampler_checks import CloudCheck, cloud_vs_exact  # noqa: F401 (re-exported)
 from dpbayes.smc_designs import (  # noqa: F401 (re-exported)
@@ -82,7 +82,6 @@ __all__ = ["CREDIBLE_LEVEL", "METHODS", "error_summary", "weighted_quantile", "c
 
 #: The estimators of the study, in the order the chapter reports them.
 METHODS = ("SMC-adaptive", "SMC-nonadaptive", "MCMC", "exact-SMC-adaptive")
-_STREAM = {"data": 0, "noise": 1, "SMC-adaptive": 2, "SMC-nonadaptive": 3, "MCMC": 4, "exact-SMC-adaptive": 5}
 
 
 @dataclass(frozen=True)
@@ -197,30 +196,30 @@ def run_replicate(config: StudyConfig, eps: float, b: float, eps_index: int, run
     """
     check_positive("eps", eps)
     check_positive("b", b)
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence([config.seed, eps_index, run]).spawn(6)]
-    x = config.mu_true + config.sigma_true * streams[_STREAM["data"]].standard_normal(config.n)
-    noise = config.noise_scale_factor * streams[_STREAM["noise"]].laplace(size=config.n)  # shared by all methods
+    streams = replicate_streams(config.seed, eps_index, run)
+    x = config.mu_true + config.sigma_true * streams["data"].standard_normal(config.n)
+    noise = config.noise_scale_factor * streams["noise"].laplace(size=config.n)  # shared by all methods
     ab = (-b, b)
     fixed = config.fixed_interval
     results: dict[str, tuple[tuple[float, float], smc.SMCResult | None]] = {}
     clouds: dict[str, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]] = {}
     common: dict[str, Any] = dict(n_particles=config.n_particles, noise=noise, store_every=config.store_every)
     if "SMC-adaptive" in config.methods:
-        ada = smc.smc_latent(x, eps, streams[_STREAM["SMC-adaptive"]], ab=ab, **common)
+        ada = smc.smc_latent(x, eps, streams["SMC-adaptive"], ab=ab, **common)
         results["SMC-adaptive"] = ((ada.mean_mu[-1], ada.mean_sigma[-1]), ada)
         clouds["SMC-adaptive"] = (ada.final_mu, ada.final_sigma, ada.final_weights)
     if "SMC-nonadaptive" in config.methods:
-        non = smc.smc_latent(x, eps, streams[_STREAM["SMC-nonadaptive"]], fixed_interval=fixed, **common)
+        non = smc.smc_latent(x, eps, streams["SMC-nonadaptive"], fixed_interval=fixed, **common)
         results["SMC-nonadaptive"] = ((non.mean_mu[-1], non.mean_sigma[-1]), None)
         clouds["SMC-nonadaptive"] = (non.final_mu, non.final_sigma, non.final_weights)
     if "MCMC" in config.methods:  # on the nonadaptive releases, identical to those SMC-nonadaptive saw
         y_fixed, l_fixed, r_fixed = smc.fixed_interval_releases(x, fixed, eps, noise)
-        chain = mcmc.rwm_exact(y_fixed, l_fixed, r_fixed, eps, streams[_STREAM["MCMC"]],
+        chain = mcmc.rwm_exact(y_fixed, l_fixed, r_fixed, eps, streams["MCMC"],
                                n_iter=config.mcmc_iter, burn_in=config.mcmc_burn_in)
         results["MCMC"] = ((chain.mean_mu, chain.mean_sigma), None)
         clouds["MCMC"] = (chain.mu, chain.sigma, None)
     if "exact-SMC-adaptive" in config.methods:
-        exa = smc.smc_exact(x, eps, streams[_STREAM["exact-SMC-adaptive"]], ab=ab, **common)
+        exa = smc.smc_exact(x, eps, streams["exact-SMC-adaptive"], ab=ab, **common)
         results["exact-SMC-adaptive"] = ((exa.mean_mu[-1], exa.mean_sigma[-1]), exa)
         clouds["exact-SMC-adaptive"] = (exa.final_mu, exa.final_sigma, exa.final_weights)
 
@@ -317,74 +316,6 @@ def simulation_study(
     check_int("n_jobs", n_jobs, minimum=1)
     tasks = [(config, eps, b, i, run, run == 0) for i, (eps, b) in enumerate(zip(eps_list, b_list)) for run in range(n_runs)]
     return map_tasks(run_replicate, tasks, n_jobs=n_jobs, progress=progress, scheduler=scheduler, label="replicate")
-
-
-def map_tasks(
-    fn: Callable[..., Any],
-    tasks: Sequence[tuple[Any, ...]],
-    n_jobs: int = 1,
-    progress: Callable[[int, int], None] | None = None,
-    scheduler: str | None = None,
-    label: str = "task",
-) -> list[Any]:
-    """``[fn(*task) for task in tasks]`` on the executor the study's replicates use, in task order.
-
-    The same choice as :func:`simulation_study`: a Dask cluster when ``scheduler`` (or the environment
-    variable ``DPBAYES_SCHEDULER``) names one, else ``n_jobs`` spawned local processes, else (``n_jobs = 1``)
-    this process. ``fn`` must be a module-level function of self-seeded tasks, so that the results do
-    not depend on where or in which order the tasks run.
-
-    Parameters
-    ----------
-    fn : callable
-        Picklable function applied to each task's arguments.
-    tasks : sequence of tuple
-        Positional arguments, one tuple per task.
-    n_jobs : int
-        Worker processes (ignored on a cluster).
-    progress : callable, optional
-        ``progress(0, total)`` before the first task and ``progress(done, total)`` after each one.
-    scheduler : str, optional
-        As in :func:`simulation_study`.
-    label : str
-        Prefix of the cluster task keys.
-
-    Returns
-    -------
-    list
-        One result per task, in the order of ``tasks``.
-    """
-    check_int("n_jobs", n_jobs, minimum=1)
-    address = executors.resolve_scheduler(scheduler)
-    tasks = list(tasks)
-    if progress is not None:
-        progress(0, len(tasks))
-
-    def collect(results: Iterable[Any]) -> list[Any]:
-        out: list[Any] = []
-        for result in results:
-            out.append(result)
-            if progress is not None:
-                progress(len(out), len(tasks))
-        return out
-
-    if address is not None:
-        finished = 0
-
-        def count(index: int, result: Any) -> None:
-            nonlocal finished
-            finished += 1
-            if progress is not None:
-                progress(finished, len(tasks))
-
-        with executors.connect(address) as client:
-            return executors.map_on_cluster(client, fn, tasks, done=count, label=label)
-    if n_jobs == 1 or len(tasks) <= 1:
-        return collect(fn(*task) for task in tasks)  # lazily: progress follows the work
-    # spawn, not fork: the caller may be a Jupyter kernel with live threads
-    with ProcessPoolExecutor(max_workers=min(n_jobs, len(tasks)), mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(fn, *task) for task in tasks]
-        return collect(fut.result() for fut in futures)
 
 
 # ---------------------------------------------------------------------------------------------------
