@@ -324,6 +324,7 @@ def smc_latent(
     noise: ArrayLike | None = None,
     progress: Progress = None,
     init: str | tuple[float, float] = "prior",
+    rejuvenate: int | None = None,
 ) -> SMCResult:
     """Paper's SMC with latent ``x`` (Algorithms 2 and 4; Algorithm 3 when adaptive).
 
@@ -369,12 +370,24 @@ def smc_latent(
         Initial particles: draws from the prior (default, as Algorithm 2 implies), every particle at
         ``(y_1, 1)`` as in the author's MATLAB code (``"author"``; ``y_1`` is the first release), or
         every particle at the given ``(mu, sigma^2)``.
+    rejuvenate : int, optional
+        Subset size ``k >= 1`` of the paper's cost reduction (a) (§3.1: "updating only a random
+        subset of fixed size of the x_k"): at a step ``t > k`` both MH moves run on ``k`` of the
+        ``t`` earlier latent values only, one subset for all particles, drawn from ``rng`` without
+        replacement and sorted; the Gibbs draws of ``(mu, sigma^2)`` still use all ``x_{1:t}``.
+        At steps ``t <= k`` every value is swept and no subset is drawn, so ``rejuvenate >= n``
+        gives bit for bit the default run. Default ``None``: every value at every step, the cost
+        ``O(N n^2)`` (:mod:`dpbayes.smc_cost` counts the moves of both variants exactly). The
+        paper's reduction (b), a Gibbs move for ``theta`` when ``p(theta | x_{1:t})`` is
+        tractable, is what this sampler already does (normal-inverse-gamma conjugacy).
 
     Returns
     -------
     SMCResult
     """
     xs, eps, adaptive = _check_common(x, eps, rng, n_particles, ab, fixed_interval, first_interval, store_every)
+    if rejuvenate is not None:
+        rejuvenate = check_int("rejuvenate", rejuvenate, minimum=1)
     noise_arr = _check_noise(noise, xs.size)
     check_positive("rw_scale", rw_scale)
     if isinstance(init, str):
@@ -438,26 +451,39 @@ def smc_latent(
         if t > 0:
             sd = np.sqrt(sigma2)[:, None]
             mc = mu[:, None]
-            cur = latent[:, :t]
-            cur_lap = loglap[:, :t]
-            lo, hi, yy, sl = lower[:t], upper[:t], y[:t], slope[:t]
+            subset = None
+            if rejuvenate is not None and t > rejuvenate:
+                # §3.1 (a): one sorted random subset of k of the t earlier x's for all particles
+                subset = np.sort(rng.choice(t, size=int(rejuvenate), replace=False))
+                cur = latent[:, subset]
+                cur_lap = loglap[:, subset]
+                lo, hi, yy, sl = lower[subset], upper[subset], y[subset], slope[subset]
+            else:
+                cur = latent[:, :t]
+                cur_lap = loglap[:, :t]
+                lo, hi, yy, sl = lower[:t], upper[:t], y[:t], slope[:t]
+            m = cur.shape[1]
             if compiled:
                 # The same Generator calls in the same order as below; the kernel fuses both moves.
-                z_rw = rng.standard_normal(out=draws[0, : N * t].reshape(N, t))
-                logu_rw = np.log(rng.random(out=draws[1, : N * t].reshape(N, t)), out=draws[1, : N * t].reshape(N, t))
-                z_ind = rng.standard_normal(out=draws[2, : N * t].reshape(N, t))
-                logu_ind = np.log(rng.random(out=draws[3, : N * t].reshape(N, t)), out=draws[3, : N * t].reshape(N, t))
+                z_rw = rng.standard_normal(out=draws[0, : N * m].reshape(N, m))
+                logu_rw = np.log(rng.random(out=draws[1, : N * m].reshape(N, m)), out=draws[1, : N * m].reshape(N, m))
+                z_ind = rng.standard_normal(out=draws[2, : N * m].reshape(N, m))
+                logu_ind = np.log(rng.random(out=draws[3, : N * m].reshape(N, m)), out=draws[3, : N * m].reshape(N, m))
                 accepted += _smc_kernels.latent_mh_sweep(
                     cur, cur_lap, z_rw, logu_rw, z_ind, logu_ind, mu, np.sqrt(sigma2), sigma2, lo, hi, yy, sl, float(rw_scale)
                 )
             else:
                 accepted += _latent_mh_sweep_numpy(cur, cur_lap, mc, sd, sigma2, lo, hi, yy, sl, rw_scale, rng)
-            proposed += 2 * N * t
+            proposed += 2 * N * m
+            if subset is not None:  # the gathered columns were swept in place: write them back
+                latent[:, subset] = cur
+                loglap[:, subset] = cur_lap
+            xt = latent[:, :t]  # the Gibbs draws use every x_{1:t}, swept or not
             # (iii) Gibbs: mu | x, sigma^2 (normal), then sigma^2 | x, mu (inverse gamma)
             prec = 1.0 / prior.mu_var + t / sigma2
-            mean = (prior.mu_mean / prior.mu_var + cur.sum(axis=1) / sigma2) / prec
+            mean = (prior.mu_mean / prior.mu_var + xt.sum(axis=1) / sigma2) / prec
             mu = mean + rng.standard_normal(N) / np.sqrt(prec)
-            ss = ((cur - mu[:, None]) ** 2).sum(axis=1)
+            ss = ((xt - mu[:, None]) ** 2).sum(axis=1)
             sigma2 = (prior.sigma2_scale + 0.5 * ss) / rng.gamma(prior.sigma2_shape + 0.5 * t, 1.0, N)
             n_sweeps += 1
 
