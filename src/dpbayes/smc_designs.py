@@ -241,7 +241,7 @@ def baseline_replicate(
     design uses all its releases with their intervals (:func:`dpbayes.mcmc.quadrature_posterior`,
     ``n_grid`` points per axis before the grid widens itself). The mirror-randomised design
     (``"fixed-mirror"``, beyond the paper) asks individual ``t`` for ``[mu + a sigma, mu + b sigma]`` or
-    its mirror image by a public fair coin (:func:`mirror_intervals`), with ``mirror_ab = (a, b)`` the
+    its mirror image by a public fair coin (:func:`~dpbayes.smc_designs.mirror_intervals`), with ``mirror_ab = (a, b)`` the
     A-optimal mirror-randomised interval at ``eps`` (:func:`dpbayes.design_criteria.optimal_design`,
     computed here when not given); like the fixed designs it is placed at the truth.
     """
