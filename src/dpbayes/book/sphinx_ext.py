@@ -976,7 +976,9 @@ def sphinx_section_numbering() -> Any:
     """Sphinx's own ``TocTreeCollector.assign_section_numbers``, even after an extension replaced it.
 
     sphinx-multitoc-numbering overwrites the class attribute when it is loaded; the original
-    function is taken from a fresh, private copy of Sphinx's module.
+    function is taken from a fresh, private copy of Sphinx's module. Setting
+    ``use_multitoc_numbering: false`` does not keep it out: sphinx-external-toc 1.1 (its PR #112)
+    calls ``app.setup_extension("sphinx_multitoc_numbering")`` unconditionally.
     """
     import importlib.util
 
