@@ -57,3 +57,10 @@ def test_check_distribution_shape():
     np.testing.assert_array_equal(v.check_distribution("prior", [0.25, 0.75], shape=(2,)), [0.25, 0.75])
     with pytest.raises(ValueError, match=r"prior must have shape \(3,\), got \(2,\)"):
         v.check_distribution("prior", [0.5, 0.5], shape=(3,))
+
+
+def test_check_interval_requires_finite_increasing_pairs() -> None:
+    assert v.check_interval("ab", (-1, 2)) == (-1.0, 2.0)
+    for bad in [(1.0, 1.0), (2.0, 1.0), (0.0, float("inf")), (float("nan"), 1.0)]:
+        with pytest.raises(ValueError, match="ab must be a pair"):
+            v.check_interval("ab", bad)

@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaln
 
 from dpbayes import _smc_kernels, truncation
-from dpbayes.validation import check_in_range, check_int, check_positive, check_rng
+from dpbayes.validation import check_in_range, check_int, check_interval, check_positive, check_rng
 
 __all__ = [
     "NormalInvGammaPrior",
@@ -212,9 +212,7 @@ def _check_common(
         raise ValueError("give exactly one of ab (adaptive truncation) and fixed_interval (nonadaptive)")
     for name, pair in (("ab", ab), ("fixed_interval", fixed_interval), ("first_interval", first_interval)):
         if pair is not None:
-            lo, hi = (float(v) for v in pair)
-            if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-                raise ValueError(f"{name} must be a pair (low, high) of finite numbers with low < high, got {pair!r}")
+            check_interval(name, pair)
     return xs, eps, ab is not None
 
 
@@ -455,13 +453,10 @@ def smc_latent(
             if rejuvenate is not None and t > rejuvenate:
                 # §3.1 (a): one sorted random subset of k of the t earlier x's for all particles
                 subset = np.sort(rng.choice(t, size=int(rejuvenate), replace=False))
-                cur = latent[:, subset]
-                cur_lap = loglap[:, subset]
-                lo, hi, yy, sl = lower[subset], upper[subset], y[subset], slope[subset]
-            else:
-                cur = latent[:, :t]
-                cur_lap = loglap[:, :t]
-                lo, hi, yy, sl = lower[:t], upper[:t], y[:t], slope[:t]
+            cols = slice(t) if subset is None else subset  # a slice gives views, swept in place
+            cur = latent[:, cols]
+            cur_lap = loglap[:, cols]
+            lo, hi, yy, sl = lower[cols], upper[cols], y[cols], slope[cols]
             m = cur.shape[1]
             if compiled:
                 # The same Generator calls in the same order as below; the kernel fuses both moves.

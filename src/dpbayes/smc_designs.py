@@ -24,7 +24,7 @@ from dpbayes.executors import map_tasks
 from dpbayes.replicate_streams import replicate_streams
 from dpbayes.smc import NormalInvGammaPrior
 from dpbayes.smc_summaries import _finite_1d
-from dpbayes.validation import check_int, check_positive, check_probability
+from dpbayes.validation import check_int, check_interval, check_positive, check_probability
 
 __all__ = ["fixed_interval_fisher", "design_fisher", "mirror_intervals", "two_stage_pilot", "two_stage_fisher", "BASELINE_DESIGNS", "BaselineReplicate", "baseline_replicate", "baseline_study"]
 
@@ -194,9 +194,7 @@ def mirror_intervals(
     lower, upper : ndarray, shape (n,)
     """
     sigma = float(check_positive("sigma", sigma))
-    a, b = (float(v) for v in ab)
-    if not (np.isfinite(a) and np.isfinite(b) and a < b):
-        raise ValueError(f"ab must be a pair (a, b) of finite numbers with a < b, got {ab!r}")
+    a, b = check_interval("ab", ab)
     coins = np.asarray(flip)
     if coins.dtype != bool or coins.ndim != 1:
         raise ValueError("flip must be a 1-D boolean array (one public coin per individual)")

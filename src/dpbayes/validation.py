@@ -16,6 +16,7 @@ __all__ = [
     "check_positive",
     "check_nonnegative",
     "check_int",
+    "check_interval",
     "check_probability",
     "check_in_range",
     "check_grid",
@@ -140,3 +141,11 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return value
+
+
+def check_interval(name: str, pair: Any) -> tuple[float, float]:
+    """Require a pair ``(low, high)`` of finite numbers with ``low < high``; returns it as floats."""
+    low, high = (float(v) for v in pair)
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValueError(f"{name} must be a pair (low, high) of finite numbers with low < high, got {pair!r}")
+    return low, high
