@@ -1,4 +1,4 @@
-"""Tests of dpbayes.book.sphinx_ext: claims-table parsing, the verdict dashboard, the generated tables, MathJax copy."""
+"""Tests of dpbayes.book.sphinx_ext: Markdown tables, the generated tables, MathJax copy (the dashboard: test_dashboard.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 
 from dpbayes.book import sphinx_ext as book
-
-VERDICT_MARK_NOT = book.VERDICT_MARK["not reproduced"]
 
 INDEX = """# Toy
 
@@ -54,14 +52,6 @@ def notebook(path: Path, params: str, extra_cells: list[dict] | None = None) -> 
     path.write_text(json.dumps(nb), encoding="utf-8")
 
 
-def test_parse_claims_table_finds_rows_title_and_anchor() -> None:
-    ch = book.parse_claims_tables(INDEX, "chapters/09-toy")
-    assert ch.title == "Toy"
-    assert ch.anchor == "claims-and-verdicts"
-    assert [c.kind for c in ch.claims] == ["reproduced", "partly", "not reproduced", "corrected"]
-    assert ch.claims[0].measured == "error 0.12 vs 0.30, $\\|x\\|$"  # escaped pipe stays in its cell
-
-
 def test_rebase_links_makes_chapter_links_work_from_the_root() -> None:
     cell = "see [the notebook](09a-toy.ipynb)[^1] and {doc}`09b-other` and [web](https://x.org/a) [a](#top)"
     out = book.rebase_links(cell, "chapters/09-toy")
@@ -72,79 +62,6 @@ def test_rebase_links_makes_chapter_links_work_from_the_root() -> None:
     assert book.rebase_links("[x](../02-y/index.md)", "chapters/01-x") == "[x](chapters/02-y/index.md)"
 
 
-def test_glued_values_in_claims_rebase_and_decide_the_dashboard_mark(tmp_path: Path) -> None:
-    """A verdict that a rule decides is a glued word: the dashboard classifies the stored word and
-    rewrites the reference so that it resolves from the landing page."""
-    glue = "application/papermill.record/"
-    out = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "verdict_a", "mime_prefix": glue}},
-           "data": {glue + "text/plain": "'not reproduced'"}}
-    write_chapter(tmp_path, "12-glue", "# G\n\n## Claims\n\n| Claim (source §) | Measured | Verdict | Why |\n"
-                  "|---|---|---|---|\n| A at {glued}`12a::mse` | m | {glued}`12a::verdict_a` | x |\n")
-    notebook(tmp_path / "chapters" / "12-glue" / "12a-x.ipynb", "eps: float = 1.0  # e; range (0, inf)\n",
-             [{"cell_type": "code", "metadata": {}, "source": "", "outputs": [out], "execution_count": 1}])
-    (ch,) = book.collect_claims(tmp_path)
-    assert ch.claims[0].kind == "not reproduced"
-    text = book.verdicts_markdown([ch])
-    assert "A at {glued}`/chapters/12-glue/12a::mse`" in text
-    # the stored word decides the badge; a cell that says no more than its kind shows only the badge
-    assert text.count("{bdg-secondary}`" + VERDICT_MARK_NOT + " not reproduced`") == 1 and "12a::verdict_a" not in text
-
-
-def test_claims_in_an_included_file_are_found(tmp_path: Path) -> None:
-    head = "# Chapter 11\n\n## Claims\n\n| Claim (source §) | Measured | Verdict | Why |\n|---|---|---|---|\n| A | 1 | reproduced | x |\n"
-    write_chapter(tmp_path, "11-inc", head + "\n```{include} _more.md\n```\n")
-    (tmp_path / "chapters" / "11-inc" / "_more.md").write_text(
-        "| Claim (source §) | Measured | Verdict | Why |\n|---|---|---|---|\n| B | 2 | partly | y |\n", encoding="utf-8"
-    )
-    deps: list[Path] = []
-    (ch,) = book.collect_claims(tmp_path, deps)
-    assert [c.claim for c in ch.claims] == ["A", "B"]
-    assert any(p.name == "_more.md" for p in deps)
-
-
-def test_claims_table_with_extra_columns() -> None:
-    text = (
-        "## Verdict table\n\n| Claim (notes §) | Statement made precise | Measured | Verdict | Counterexample |\n"
-        "|---|---|---|---|---|\n| Thm 1 | precise | 0.5 | holds only for k=2 | k=3 breaks it |\n"
-    )
-    ch = book.parse_claims_tables(text, "chapters/02-x")
-    (c,) = ch.claims
-    assert (c.claim, c.measured, c.verdict, c.why) == ("Thm 1", "0.5", "holds only for k=2", "k=3 breaks it")
-    assert c.kind == "partly" and ch.anchor == "verdict-table"
-    assert book.claims_columns(["Name", "Measured", "Verdict"]) is None
-
-
-def test_verdict_normalisation() -> None:
-    assert book.normalise_verdict("**Not reproduced**") == "not reproduced"
-    assert book.normalise_verdict("Partly (see 03b)") == "partly"
-    assert book.normalise_verdict("reproduced") == "reproduced"
-    assert book.normalise_verdict("Corrected") == "corrected"
-    assert book.normalise_verdict("maybe") == "other"
-    assert book.normalise_verdict("holds (over-noised)") == "reproduced"
-    assert book.normalise_verdict("fails (not DP)") == "not reproduced"
-    assert book.normalise_verdict("fails as stated → corrected") == "corrected"
-    assert book.normalise_verdict("**Refuted**") == "refuted"
-    md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "One", None, [book.Claim("c", "m", "maybe", "w")])])
-    assert "? other" in md
-
-
-def test_dashboard_counts_and_links(tmp_path: Path) -> None:
-    write_chapter(tmp_path, "09-toy", INDEX)
-    write_chapter(tmp_path, "10-empty", "# Empty\n\nBeing written.\n")
-    chapters = book.collect_claims(tmp_path)
-    md = book.verdicts_markdown(chapters)
-    assert "| [Ch. 9: Toy](chapters/09-toy/index.md) | 4 | 1 | 1 | 1 | 1 | 0 |" in md
-    assert "[Ch. 10: Empty](chapters/10-empty/index.md) | no claims table yet" in md
-    # one collapsed section per chapter with claims; each row links to its own row of the chapter page
-    assert md.count("::::{dropdown}") == 1 and "::::{dropdown} Ch. 9: Toy: 4 claims (1 ✓, 1 ◐, 1 ✎, 1 ✗)" in md
-    for k in range(1, 5):
-        assert f'| <a href="chapters/09-toy/index.html#claim-{k}">{k}</a> |' in md
-    assert "{bdg-success}`✓ reproduced`" in md and "{bdg-info}`✎ corrected` corrected (eq. 7)" in md
-    assert "(chapters/09-toy/09a-toy.ipynb)" not in md or "09a" in md  # rebased when present
-    assert "Privacy audit" not in md
-    assert book.verdicts_markdown([]).startswith("No chapter")
-
-
 def test_table_cells_with_pipes_never_split_a_row() -> None:
     cells = ["max |P_LP - P_exact|", "`a | b`", "$\\|x\\|$", "P(mu outside | y)"]
     lines = book.table_markdown(["name", "value", "norm", "tail | mass"], [cells])
@@ -152,11 +69,6 @@ def test_table_cells_with_pipes_never_split_a_row() -> None:
     assert len(header) == 4 and rows == [[book.escape_cell(c) for c in cells]]
     assert book.escape_cell("$\\|x\\|$") == "$\\|x\\|$"  # already escaped: unchanged
     assert book.table_row_problems("\n".join(lines)) == []
-    # the dashboard escapes what a claims cell or a chapter title brings along
-    claim = book.Claim("E|C - np| is small", "max |z| = 2", "reproduced", "")
-    md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "A | B", "claims", [claim])])
-    assert book.table_row_problems(md) == []
-    assert "E\\|C - np\\|" in md and "[Ch. 1: A \\| B]" in md
 
 
 def test_table_row_problems_finds_an_unescaped_pipe() -> None:
@@ -219,8 +131,10 @@ def test_dashboard_includes_the_audit_summary(tmp_path: Path) -> None:
     header = summary.splitlines()[0]
     assert "Mechanism" in header and "Verdict" in header and "Audit |" not in header and "Bound" not in header
     assert "| Laplace | Ch. 4 | 1 | 1 | ok |" in summary
-    md = book.verdicts_markdown([], summary, "chapters/privacy-audit.ipynb")
+    md = book.audit_markdown(summary, "chapters/privacy-audit.ipynb")
     assert "[full page](chapters/privacy-audit.ipynb)" in md and "| Laplace |" in md
+    assert "Privacy audit: 1 mechanisms and settings checked" in md
+    assert "no summary table yet" in book.audit_markdown(None, "chapters/privacy-audit.ipynb")
 
 
 def test_params_table_and_run_examples_use_declared_parameters(tmp_path: Path) -> None:
@@ -352,112 +266,6 @@ def test_tables_inside_a_colon_fence_are_found_and_code_fences_are_not() -> None
     assert [(header, rows) for _, header, rows in book.markdown_tables(text)] == [
         (["Claim", "Measured", "Verdict", "Why"], [["a", "1", "holds", "-"]])
     ]
-    assert book.parse_claims_tables("# T\n\n## Verdicts\n\n" + text, "chapters/09-toy").anchor == "verdicts"
     assert book.markdown_tables("```\n" + text + "```\n") == []
 
 
-def test_claim_rows_get_the_ids_the_dashboard_links_to() -> None:
-    from docutils.core import publish_doctree
-
-    rst = """
-+-------+----------+---------+
-| Claim | Measured | Verdict |
-+=======+==========+=========+
-| a     | 1        | yes     |
-+-------+----------+---------+
-| b     | 2        | no      |
-+-------+----------+---------+
-
-+---+---+
-| x | y |
-+===+===+
-| 1 | 2 |
-+---+---+
-"""
-    doctree = publish_doctree(rst)
-    assert book.label_claim_rows(doctree) == 2
-    from docutils import nodes
-
-    ids = [row["ids"] for row in doctree.findall(nodes.row) if row["ids"]]
-    assert ids == [["claim-1"], ["claim-2"]]
-
-
-def test_evidence_column_is_parsed_and_shown() -> None:
-    """An optional "Evidence" column (exact / Monte Carlo / stored run) reaches the dashboard; "—" when absent."""
-    text = (
-        "## Claims\n\n| Claim (source §) | Measured | Verdict | Evidence | Why |\n|---|---|---|---|---|\n"
-        "| A (§2) | 0.5 | reproduced | exact | fine |\n"
-        "| B (§3) | 0.7 | refuted | Monte Carlo (N = 10^5, s.e. {glued}`09a::se`) | see [09a](09a-toy.ipynb) |\n"
-        "| C (§4) | 0.9 | partly | | |\n"
-    )
-    assert book.claims_columns(["Claim (source §)", "Measured", "Verdict", "Evidence", "Why"]) == {
-        "claim": 0, "measured": 1, "verdict": 2, "why": 4, "evidence": 3}
-    # without "Why", the last column is not mistaken for it when it is the evidence
-    assert book.claims_columns(["Claim", "Verdict", "Evidence"])["why"] == -1
-    assert book.claims_columns(["Claim", "Measured", "Verdict", "Why"])["evidence"] == -1
-    ch = book.parse_claims_tables(text, "chapters/09-toy")
-    assert [c.evidence for c in ch.claims] == ["exact", "Monte Carlo (N = 10^5, s.e. {glued}`09a::se`)", ""]
-    assert [c.why for c in ch.claims] == ["fine", "see [09a](09a-toy.ipynb)", ""]
-    md = book.verdicts_markdown([ch])
-    assert "| | Claim (source §) | Verdict | Evidence |" in md
-    rows = [line for line in md.splitlines() if "#claim-" in line]
-    assert rows[0].endswith("| exact |")
-    assert rows[1].endswith("| Monte Carlo (N = 10^5, s.e. {glued}`/chapters/09-toy/09a::se`) |"), rows[1]
-    assert rows[2].endswith("| — |")
-    assert book.table_row_problems(md) == []
-    # a table without the column: every evidence cell is "—"
-    md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "One", None, [book.Claim("c", "m", "reproduced", "w")])])
-    assert [line for line in md.splitlines() if "#claim-" in line][0].endswith("| — |")
-
-
-def test_open_verdicts_get_their_own_column_only_when_present() -> None:
-    assert book.normalise_verdict("**Open** (needs the paper-scale run)") == "open"
-    assert book.normalise_verdict("partly reproduced") == "partly"
-    assert book.normalise_verdict("holds") == "reproduced"
-    closed = book.ChapterClaims("chapters/01-x", "One", None, [book.Claim("c", "m", "reproduced", "w")])
-    assert "○ open" not in book.verdicts_markdown([closed])
-    md = book.verdicts_markdown([book.ChapterClaims("chapters/01-x", "One", None, [
-        book.Claim("c", "m", "reproduced", "w"), book.Claim("d", "m", "open", "w")])])
-    assert "| ○ open |" in md and "| [Ch. 1: One](chapters/01-x/index.md) | 2 | 1 | 0 | 0 | 0 | 0 | 1 |" in md
-    assert "{bdg-primary}`○ open`" in md and "2 claims (1 ✓, 1 ○)" in md
-
-
-def test_verdict_cells_of_a_chapter_get_the_dashboard_badges() -> None:
-    from docutils import nodes
-    from docutils.core import publish_doctree
-
-    rst = """
-+-------+------------------------+
-| Claim | Verdict                |
-+=======+========================+
-| a     | reproduced             |
-+-------+------------------------+
-| b     | **Partly** (at large K)|
-+-------+------------------------+
-| c     |                        |
-+-------+------------------------+
-
-+---+---------+
-| x | Verdict |
-+===+=========+
-| 1 | refuted |
-+---+---------+
-"""
-    doctree = publish_doctree(rst)
-    from docutils import nodes as _nodes
-
-    stacked = next(doctree.findall(_nodes.table))
-    stacked["classes"].append(book.STACKED_TABLE_CLASS)
-    assert book.label_stacked_cells(doctree) == 6  # the stacked layout's labels must not hide the verdict
-    assert book.badge_verdict_cells(doctree) == 2  # the empty cell and the table without a Claim column are left
-    badges = [n for n in doctree.findall(nodes.inline) if "sd-badge" in n["classes"]]
-    assert [b.astext() for b in badges] == ["✓ reproduced", "◐ partly"]
-    assert "sd-bg-success" in badges[0]["classes"] and "sd-bg-warning" in badges[1]["classes"]
-    rows = [r for r in doctree.findall(nodes.row)]
-    def shown(entry: nodes.entry) -> str:
-        return " ".join(c.astext() for c in entry.children if not isinstance(c, nodes.raw))
-
-    assert shown(rows[1].children[1]) == "✓ reproduced"  # the kind alone: the badge replaces the word
-    assert shown(rows[2].children[1]) == "◐ partly (at large K)"  # more words: kept after the badge, without the kind
-    assert "dpbayes-cell-label" in rows[1].children[1].children[0].astext()  # the label stays in front
-    assert book.badge_verdict_cells(doctree) == 0  # idempotent

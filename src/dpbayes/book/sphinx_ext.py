@@ -3,11 +3,9 @@
 Loaded by Jupyter Book through ``sphinx.extra_extensions`` in ``_config.yml``. It adds:
 
 ``{dpbayes-verdicts}``
-    A directive that gathers the claims table of every ``chapters/*/index.md`` (the table whose
-    header is ``| Claim (source §) | Measured | Verdict | Why |``, see CONTRIBUTING.md) into one
-    dashboard, plus the summary table of ``chapters/privacy-audit.ipynb`` when that page exists.
-    It works with whatever chapters are present; a chapter without a claims table is listed as
-    "no claims table yet".
+    The verdict dashboard: every chapter's claims, collected from the chapter pages' doctrees
+    (``dpbayes.book.dashboard``), plus the summary table of ``chapters/privacy-audit.ipynb`` when
+    that page exists. A chapter without a claims table is listed as "no claims table yet".
 ``{dpbayes-run-examples}``
     Per chapter, a ``python -m dpbayes run`` command overriding a parameter that the chapter's
     notebooks really declare, and the error printed for an out-of-range value.
@@ -41,9 +39,10 @@ MathJax
     copied to ``_build/html/_static/mathjax/`` (the big combined bundles that are not used are
     skipped), so the book reads offline.
 
-Both directives record the files they read as dependencies, so an incremental build re-renders
-the landing page when a chapter's claims change. The pure functions (``parse_claims_tables``,
-``verdicts_markdown``, ``params_markdown``...) are tested in ``tests/test_book.py``.
+The directives record the files they read as dependencies, and the landing page is re-read whenever
+a page changes, so an incremental build re-renders it when a chapter's claims change. The pure
+functions (``markdown_tables``, ``params_markdown``...) are tested in ``tests/test_book.py``, the
+dashboard in ``tests/test_dashboard.py``.
 """
 
 from __future__ import annotations
@@ -51,26 +50,27 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from dpbayes.book import dashboard
+from dpbayes.book.dashboard import (  # noqa: F401 (re-exported: the claims tables' helpers lived here)
+    CHAPTER_PAGE_RE,
+    CLAIM_ROW_ID,
+    VERDICT_BADGE,
+    VERDICT_MARK,
+    VERDICT_OPTIONAL,
+    VERDICT_ORDER,
+    badge_verdict_cells,
+    chapter_label,
+    claims_columns,
+    claims_tables,
+    label_claim_rows,
+    normalise_verdict,
+)
 from dpbayes.book.formatting import escape_cell
-from dpbayes.book.pagevalues import rebase_glued, resolve_glued_text, resolve_notebook
+from dpbayes.book.pagevalues import rebase_glued, resolve_notebook
 
-CLAIMS_HEADER = ("claim", "measured", "verdict", "why")
-VERDICT_ORDER = ("reproduced", "partly", "corrected", "not reproduced", "refuted")
-# plain symbols present in common text fonts (emoji fonts are often missing, e.g. headless Chromium)
-VERDICT_MARK = {"reproduced": "✓", "partly": "◐", "corrected": "✎", "not reproduced": "✗", "refuted": "⊘",
-                "open": "○", "other": "?"}
-# kinds shown in the dashboard's summary only when some claim has them
-VERDICT_OPTIONAL = ("open", "other")
-# sphinx-design badge roles of the dashboard, one colour per verdict
-VERDICT_BADGE = {"reproduced": "bdg-success", "partly": "bdg-warning", "corrected": "bdg-info",
-                 "not reproduced": "bdg-secondary", "refuted": "bdg-danger", "open": "bdg-primary",
-                 "other": "bdg-light"}
-CLAIM_ROW_ID = "claim-{}"  # id of the n-th row (from 1) of a chapter page's claims tables
 AUDIT_NOTEBOOK = "chapters/privacy-audit.ipynb"
 MATHJAX_KEEP = ("core.js", "loader.js", "startup.js")  # top-level files kept besides the bundle in use
 
@@ -79,7 +79,6 @@ _SEP_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _MD_LINK_RE = re.compile(r"(?<!!)\]\(([^)\s]+)\)")
 _DOC_ROLE_RE = re.compile(r"\{doc\}`([^`<]*?<)?([^`>]+)(>?)`")
 _FOOTNOTE_RE = re.compile(r"\[\^[^\]]+\]")
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,127 +148,6 @@ def table_row_problems(text: str) -> list[str]:
     return problems
 
 
-def claims_columns(header: list[str]) -> dict[str, int] | None:
-    """Column index of claim / measured / verdict / why / evidence in a claims-table header, or ``None``.
-
-    The format of CONTRIBUTING.md is ``| Claim (source §) | Measured | Verdict | Why |``, with an
-    optional ``Evidence`` column (what the verdict rests on: "exact", "Monte Carlo (N = 10^5,
-    s.e. ...)", "stored run <label>"); columns are found by their first word, so extra columns
-    (or ``Claim (notes §)``) are tolerated. A table needs a "Claim" and a "Verdict" column; "Why"
-    falls back to the last column that is none of the others. A missing column is ``-1``.
-    """
-    names = [h.strip("*_ ").lower() for h in header]
-
-    def find(*words: str) -> int | None:
-        return next((i for i, n in enumerate(names) if n.startswith(words)), None)
-
-    claim, verdict = find("claim"), find("verdict")
-    if claim is None or verdict is None:
-        return None
-    measured = find("measured")
-    evidence = find("evidence")
-    why = find("why")
-    if why is None and len(names) - 1 not in (claim, verdict, measured, evidence):
-        why = len(names) - 1
-    return {"claim": claim, "measured": -1 if measured is None else measured, "verdict": verdict,
-            "why": -1 if why is None else why, "evidence": -1 if evidence is None else evidence}
-
-
-def _is_claims_header(header: list[str]) -> bool:
-    return claims_columns(header) is not None
-
-
-def slugify(title: str) -> str:
-    """The anchor MyST gives a heading with ``myst_heading_anchors`` (GitHub style)."""
-    text = re.sub(r"`([^`]*)`", r"\1", title)
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    text = text.strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
-
-
-def normalise_verdict(text: str) -> str:
-    """One of ``VERDICT_ORDER``, ``open`` or ``other`` for a verdict cell like ``**Partly** (see below)``.
-
-    Besides the five verdicts of CONTRIBUTING.md ("refuted": the book shows the claim false; "not
-    reproduced": the book could not obtain it) and "open" (the book cannot decide yet), the wording
-    "holds" (reproduced), "holds only ..." (partly) and "fails" (not reproduced) is understood;
-    "corrected" anywhere wins.
-    """
-    low = re.sub(r"[*_`]", "", text).strip().lower()
-    if "corrected" in low:
-        return "corrected"
-    if low.startswith(("refuted", "false")):
-        return "refuted"
-    if low.startswith(("not reproduced", "not-reproduced", "no ", "fails", "violated")) or low == "no":
-        return "not reproduced"
-    if low.startswith(("partly", "partially", "holds only", "mostly")):
-        return "partly"
-    if low.startswith(("reproduced", "holds", "confirmed", "yes")):
-        return "reproduced"
-    if low.startswith(("open", "undecided")):
-        return "open"
-    return "other"
-
-
-@dataclass
-class Claim:
-    """One row of a chapter's claims table."""
-
-    claim: str
-    measured: str
-    verdict: str
-    why: str
-    # the verdict cell with its glued values filled in from the stored notebook outputs (a verdict
-    # that a rule decides is a ``{glued}`` word): what the dashboard classifies
-    verdict_text: str | None = None
-    # the optional "Evidence" cell: exact / Monte Carlo (N, s.e.) / stored run <label>
-    evidence: str = ""
-
-    @property
-    def kind(self) -> str:
-        return normalise_verdict(self.verdict if self.verdict_text is None else self.verdict_text)
-
-
-@dataclass
-class ChapterClaims:
-    """The claims found in one chapter's ``index.md``."""
-
-    folder: str  # e.g. "chapters/01-ubapp"
-    title: str
-    anchor: str | None  # heading anchor just above the claims table
-    claims: list[Claim] = field(default_factory=list)
-
-
-def parse_claims_tables(text: str, folder: str) -> ChapterClaims:
-    """Find the claims table(s) of a chapter ``index.md`` (format of CONTRIBUTING.md)."""
-    lines = text.splitlines()
-    title = folder.rsplit("/", 1)[-1]
-    for line in lines:
-        m = _HEADING_RE.match(line)
-        if m and len(m.group(1)) == 1:
-            title = m.group(2)
-            break
-    result = ChapterClaims(folder=folder, title=title, anchor=None)
-    for start, header, rows in markdown_tables(text):
-        cols = claims_columns(header)
-        if cols is None:
-            continue
-        if result.anchor is None:
-            for k in range(start - 1, -1, -1):
-                m = _HEADING_RE.match(lines[k])
-                if m and len(m.group(1)) > 1:
-                    result.anchor = slugify(m.group(2))
-                    break
-        for row in rows:
-            if not any(row):
-                continue
-            get = lambda key: row[cols[key]] if 0 <= cols[key] < len(row) else ""  # noqa: E731
-            result.claims.append(Claim(get("claim"), get("measured"), get("verdict"), get("why"),
-                                       evidence=get("evidence")))
-    return result
-
-
 def rebase_links(cell: str, folder: str) -> str:
     """Rewrite relative links of a cell written in ``folder`` so they work from the book root.
 
@@ -301,15 +179,6 @@ def table_markdown(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-CHAPTER_PAGE_RE = re.compile(r"^chapters/(\d+)-[^/]+/index$")
-
-
-def chapter_label(folder: str, title: str) -> str:
-    """``Ch. 1: <title>`` for ``chapters/01-x`` (the title itself when the folder has no number)."""
-    m = re.match(r"^(\d+)", folder.rsplit("/", 1)[-1])
-    return f"Ch. {int(m.group(1))}: {title}" if m else title
-
-
 def skip_heading_numbers(toc: Any) -> int:
     """Mark every heading below the title in a page's table of contents as unnumbered.
 
@@ -331,157 +200,6 @@ def skip_heading_numbers(toc: Any) -> int:
                         ref["secnumber"] = None  # sphinx-external-toc reads it back
                     marked += 1
     return marked
-
-
-def verdicts_markdown(chapters: list[ChapterClaims], audit: str | None = None, audit_link: str | None = None) -> str:
-    """The dashboard as MyST Markdown: a summary line per chapter, then every claim."""
-    out: list[str] = []
-    if not chapters:
-        out.append("No chapter has been written yet.")
-    else:
-        kinds = list(VERDICT_ORDER)
-        kinds += [k for k in VERDICT_OPTIONAL if any(c.kind == k for ch in chapters for c in ch.claims)]
-        out.append("| Chapter | Claims | " + " | ".join(f"{VERDICT_MARK[v]} {v}" for v in kinds) + " |")
-        out.append("|---|---|" + "---|" * len(kinds))
-        for ch in chapters:
-            counts = {v: sum(c.kind == v for c in ch.claims) for v in kinds}
-            link = f"[{escape_cell(chapter_label(ch.folder, ch.title))}]({ch.folder}/index.md)"
-            if not ch.claims:
-                out.append(f"| {link} | no claims table yet |" + " |" * len(kinds))
-                continue
-            out.append(f"| {link} | {len(ch.claims)} | " + " | ".join(str(counts[v]) for v in kinds) + " |")
-        out.append("")
-        for ch in chapters:
-            if ch.claims:
-                out.extend(chapter_dropdown(ch))
-    if audit_link is not None:
-        out.append("")
-        if audit:
-            rows = len(markdown_tables(audit)[0][2]) if markdown_tables(audit) else 0
-            out.append(f"**Privacy audit** ([full page]({audit_link})): the privacy claim of every mechanism the book uses.")
-            out.extend(["", f"::::{{dropdown}} Privacy audit: {rows} mechanisms and settings checked", audit, "::::"])
-        else:
-            out.append(f"**Privacy audit** ([full page]({audit_link})): the audit page has no summary table yet.")
-    return "\n".join(out) + "\n"
-
-
-def verdict_cell(claim: Claim, folder: str) -> str:
-    """A badge naming the verdict's kind, then the cell's own words when they say more than the kind."""
-    kind = claim.kind
-    badge = f"{{{VERDICT_BADGE[kind]}}}`{VERDICT_MARK[kind]} {kind}`"
-    said = re.sub(r"[*_`]", "", claim.verdict if claim.verdict_text is None else claim.verdict_text).strip()
-    return badge if said.lower() == kind else f"{badge} {rebase_links(claim.verdict, folder)}"
-
-
-def chapter_dropdown(ch: ChapterClaims) -> list[str]:
-    """One chapter's claims as a collapsed section: each row links to its row on the chapter page."""
-    counts = {v: sum(c.kind == v for c in ch.claims) for v in (*VERDICT_ORDER, *VERDICT_OPTIONAL)}
-    summary = ", ".join(f"{n} {VERDICT_MARK[v]}" for v, n in counts.items() if n)
-    lines = ["", f"::::{{dropdown}} {chapter_label(ch.folder, ch.title)}: {len(ch.claims)} claims ({summary})",
-             "| | Claim (source §) | Verdict | Evidence |", "|---|---|---|---|"]
-    for k, c in enumerate(ch.claims, start=1):
-        # raw HTML: a Markdown link to a non-heading anchor would be checked (and missed) by MyST
-        link = f'<a href="{ch.folder}/index.html#{CLAIM_ROW_ID.format(k)}">{k}</a>'
-        lines.append(f"| {link} | {_cell(rebase_links(c.claim, ch.folder))} | {_cell(verdict_cell(c, ch.folder))} "
-                     f"| {_cell(rebase_links(c.evidence, ch.folder))} |")
-    lines.extend(["::::", ""])
-    return lines
-
-
-def claims_tables(doctree: Any) -> Iterator[tuple[dict[str, int], list[Any]]]:
-    """``(columns, body rows)`` of every claims table of a doctree, in page order (:func:`claims_columns`)."""
-    from docutils import nodes
-
-    for table in doctree.findall(nodes.table):
-        head = next(table.findall(nodes.thead), None)
-        body = next(table.findall(nodes.tbody), None)
-        header_row = next(head.findall(nodes.row), None) if head is not None else None
-        if body is None or header_row is None:
-            continue
-        cols = claims_columns([entry.astext() for entry in header_row.children])
-        if cols is not None:
-            yield cols, [row for row in body.children if isinstance(row, nodes.row)]
-
-
-def _drop_leading_word(entry: Any, kind: str) -> None:
-    """Remove the verdict word the badge repeats from the start of a cell (``Partly: at large K``)."""
-    from docutils import nodes
-
-    def words(node: Any) -> bool:  # text the reader sees, not a stacked table's raw HTML label
-        return isinstance(node, nodes.Text) and not isinstance(node.parent, nodes.raw)
-
-    text = next(entry.findall(words), None)
-    if text is None or not str(text).lower().lstrip().startswith(kind):
-        return
-    rest = str(text).lstrip()[len(kind):].lstrip(" :;,—-")
-    parent = text.parent
-    if rest:
-        parent.replace(text, nodes.Text(rest))
-        return
-    parent.remove(text)
-    while parent is not entry and not parent.astext().strip() and isinstance(parent, (nodes.strong, nodes.emphasis)):
-        grand = parent.parent
-        grand.remove(parent)
-        parent = grand
-    # the next text starts lower-case after a separator: "Partly** (see below)" -> "(see below)"
-    following = next(entry.findall(words), None)
-    if following is not None and str(following) != str(following).lstrip(" :;,—-"):
-        following.parent.replace(following, nodes.Text(str(following).lstrip(" :;,—-")))
-
-
-def badge_verdict_cells(doctree: Any) -> int:
-    """Put the dashboard's verdict badge in front of every Verdict cell of a page's claims tables.
-
-    Runs on the resolved doctree (glued verdicts are text by then). A cell that says no more than the
-    kind (``reproduced``) becomes the badge alone; otherwise the badge precedes the cell's own words.
-    Returns how many cells got a badge.
-    """
-    from docutils import nodes
-
-    n = 0
-    for cols, rows in claims_tables(doctree):
-        for row in rows:
-            if len(row.children) <= cols["verdict"]:
-                continue
-            entry = row.children[cols["verdict"]]
-            labels = [c for c in entry.children if isinstance(c, nodes.raw)]  # label_stacked_cells' label
-            said = " ".join(" ".join(c.astext() for c in entry.children if not isinstance(c, nodes.raw)).split())
-            if not said or any("sd-badge" in node.get("classes", []) for node in entry.findall(nodes.inline)):
-                continue
-            kind = normalise_verdict(said)
-            colour = VERDICT_BADGE[kind].removeprefix("bdg-")
-            badge = nodes.inline("", f"{VERDICT_MARK[kind]} {kind}",
-                                 classes=["sd-sphinx-override", "sd-badge", f"sd-bg-{colour}", f"sd-bg-text-{colour}"])
-            if said.strip("*_ ").lower() == kind:
-                entry.children = []
-                for label in labels:
-                    entry += label
-                entry += nodes.paragraph("", "", badge)
-            else:
-                _drop_leading_word(entry, kind)
-                first = next(entry.findall(nodes.paragraph), None)
-                if first is None:
-                    first = nodes.paragraph()
-                    entry.insert(0, first)
-                first.insert(0, nodes.Text(" "))
-                first.insert(0, badge)
-            n += 1
-    return n
-
-
-def label_claim_rows(doctree: Any) -> int:
-    """Give every body row of a page's claims tables the id ``claim-<n>`` (n from 1, page order).
-
-    The dashboard links each claim to its row; the rows are counted over the claims tables in the
-    order :func:`collect_claims` reads them (included files in place). Returns how many were labelled.
-    """
-    n = 0
-    for _, rows in claims_tables(doctree):
-        for row in rows:
-            if any(entry.astext().strip() for entry in row.children):
-                n += 1
-                row["ids"].append(CLAIM_ROW_ID.format(n))
-    return n
 
 
 def audit_summary(notebook: Path, folder: str = "chapters") -> str | None:
@@ -517,6 +235,16 @@ def audit_summary(notebook: Path, folder: str = "chapters") -> str | None:
                                      [[rebase_links(c, folder) for c in row] for row in rows]))
 
 
+def audit_markdown(audit: str | None, audit_link: str) -> str:
+    """The privacy audit's part of the dashboard (MyST Markdown): its summary table, folded, and a link to it."""
+    if not audit:
+        return f"**Privacy audit** ([full page]({audit_link})): the audit page has no summary table yet.\n"
+    tables = markdown_tables(audit)
+    rows = len(tables[0][2]) if tables else 0
+    return "\n".join([f"**Privacy audit** ([full page]({audit_link})): the privacy claim of every mechanism the book uses.",
+                      "", f"::::{{dropdown}} Privacy audit: {rows} mechanisms and settings checked", audit, "::::", ""])
+
+
 def chapter_folders(root: Path) -> list[Path]:
     """Chapter folders (``chapters/<nn>-<slug>/`` holding an ``index.md``), in name order."""
     base = root / "chapters"
@@ -544,25 +272,6 @@ def expand_includes(text: str, folder: Path, seen: set[Path] | None = None) -> t
     return _INCLUDE_RE.sub(inline, text + "\n"), used
 
 
-def collect_claims(root: Path, dependencies: list[Path] | None = None) -> list[ChapterClaims]:
-    """The claims tables of every chapter ``index.md`` (files it includes are read too)."""
-    found = []
-    for d in chapter_folders(root):
-        text, used = expand_includes((d / "index.md").read_text(encoding="utf-8"), d)
-        if dependencies is not None:
-            dependencies.extend([d / "index.md", *used])
-        chapter = parse_claims_tables(text, d.relative_to(root).as_posix())
-        for claim in chapter.claims:
-            claim.verdict_text = resolve_glued_text(claim.verdict, d, root)
-        if dependencies is not None:
-            dependencies.extend(sorted(d.glob("*.ipynb")))
-        found.append(chapter)
-    return found
-
-
-# --------------------------------------------------------------------------------------------
-# Parameter table
-# --------------------------------------------------------------------------------------------
 def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("$", "\\$")
 
@@ -1087,17 +796,19 @@ def setup(app: Any) -> dict[str, Any]:
             return [container]
 
     class VerdictsDirective(_MarkdownDirective):
+        """The chapters' claims (a placeholder, filled once every page is read) and the audit's summary."""
+
         def markdown(self, root: Path, env: Any) -> str:
-            used: list[Path] = []
-            chapters = collect_claims(root, used)
-            for path in used:
-                env.note_dependency(str(path))
             audit_path = root / AUDIT_NOTEBOOK
-            audit_doc = AUDIT_NOTEBOOK[: -len(".ipynb")]
-            if audit_path.exists() and audit_doc in env.found_docs:
+            if audit_path.exists() and AUDIT_NOTEBOOK[: -len(".ipynb")] in env.found_docs:
                 env.note_dependency(str(audit_path))
-                return verdicts_markdown(chapters, audit_summary(audit_path), AUDIT_NOTEBOOK)
-            return verdicts_markdown(chapters)
+                return audit_markdown(audit_summary(audit_path), AUDIT_NOTEBOOK)
+            return ""
+
+        def run(self) -> list[Any]:
+            (container,) = super().run()
+            container.insert(0, dashboard.verdicts_placeholder())
+            return [container]
 
     class CitationDirective(_MarkdownDirective):
         def markdown(self, root: Path, env: Any) -> str:
@@ -1193,16 +904,21 @@ def setup(app: Any) -> dict[str, Any]:
             skip_heading_numbers(env.tocs[env.docname])
 
     def _label_stacked_tables(app: Any, doctree: Any) -> None:
-        label_stacked_cells(doctree)
         if CHAPTER_PAGE_RE.match(app.env.docname):
+            # the dashboard's copies first: a stacked table's labels are the chapter page's layout
+            dashboard.store_claims(app.env, app.env.docname, dashboard.claim_rows(doctree))
             label_claim_rows(doctree)
+        label_stacked_cells(doctree)
 
     def _badge_verdicts(app: Any, doctree: Any, docname: str) -> None:
         if CHAPTER_PAGE_RE.match(docname):
             badge_verdict_cells(doctree)
+        else:
+            dashboard.finish_dashboard(doctree, app.env, lambda doc: app.builder.get_relative_uri(docname, doc))
 
     def _sphinx_section_numbers(app: Any) -> None:
-        if not app.config.use_multitoc_numbering:
+        # (a plain Sphinx build without Jupyter Book has neither the option nor the extension)
+        if "use_multitoc_numbering" in app.config and not app.config.use_multitoc_numbering:
             # restores Sphinx's own method, which sphinx-multitoc-numbering replaced on the class
             TocTreeCollector.assign_section_numbers = sphinx_section_numbering()  # type: ignore[method-assign]
 
@@ -1222,6 +938,9 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("doctree-read", _unnumber_chapter_headings, priority=800)
     app.connect("doctree-read", _label_stacked_tables)
     app.connect("doctree-resolved", _badge_verdicts)
+    app.add_post_transform(dashboard.FillVerdictDashboard)
+    app.connect("env-purge-doc", dashboard.purge_claims)
+    app.connect("env-merge-info", dashboard.merge_claims)
     app.connect("builder-inited", _sphinx_section_numbers, priority=900)
     app.connect("build-finished", _copy_mathjax)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
