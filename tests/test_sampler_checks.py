@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbayes import sampler_checks
+from dpbayes import mcmc, sampler_checks
 
 
 def test_cloud_check_passes_exact_draws_and_catches_a_narrow_cloud():
@@ -25,3 +25,19 @@ def test_cloud_check_passes_exact_draws_and_catches_a_narrow_cloud():
     m0 = mu.mean()
     narrow = sampler_checks.cloud_vs_exact(m0 + 0.5 * (mu - m0), sigma, None, y, lo, hi, 5.0, np.random.default_rng(3), n_grid=201)
     assert abs(narrow.sd_ratio_mu - 0.5) < 0.06 and narrow.w1_mu > 5 * narrow.w1_ref_mu
+
+
+def test_a_posterior_computed_by_the_caller_gives_the_same_check():
+    rng = np.random.default_rng(7)
+    x = 50 + 3 * rng.standard_normal(60)
+    lo, hi = np.full(60, 40.0), np.full(60, 60.0)
+    y = np.clip(x, lo, hi) + rng.laplace(scale=20 / 5.0, size=60)
+    q = mcmc.quadrature_posterior(y, lo, hi, 5.0)
+    mu, sigma = q.mean_mu + q.sd_mu * rng.standard_normal(300), q.mean_sigma * np.exp(0.1 * rng.standard_normal(300))
+    own = sampler_checks.cloud_vs_exact(mu, sigma, None, y, lo, hi, 5.0, np.random.default_rng(3), n_grid=41)
+    given = sampler_checks.cloud_vs_exact(mu, sigma, None, y, lo, hi, 5.0, np.random.default_rng(3), n_grid=41, posterior=q)
+    assert given == own
+    # and it is the one used: a posterior of other releases moves the grid, so the distances change
+    other = mcmc.quadrature_posterior(y + 5.0, lo, hi, 5.0)
+    moved = sampler_checks.cloud_vs_exact(mu, sigma, None, y, lo, hi, 5.0, np.random.default_rng(3), n_grid=41, posterior=other)
+    assert moved.w1_mu != own.w1_mu

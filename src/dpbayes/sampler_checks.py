@@ -58,6 +58,7 @@ def cloud_vs_exact(
     n_grid: int = 241,
     half_width: float = 8.0,
     n_ref: int = 20,
+    posterior: mcmc.QuadraturePosterior | None = None,
 ) -> CloudCheck:
     """Compare a sampler's (weighted) cloud of ``(mu, sigma)`` with the exact posterior of its releases.
 
@@ -68,6 +69,9 @@ def cloud_vs_exact(
     itself can have an infinite variance). The reference distance is that of ``n_eff`` independent draws from
     the exact (gridded) marginal, the median over ``n_ref`` repetitions: a cloud whose distance is many times
     the reference is not a sample of the posterior of that size.
+
+    ``posterior``: the :func:`dpbayes.mcmc.quadrature_posterior` of these same releases (default
+    settings), when the caller has computed it already; it is then not computed a second time.
     """
 
     m = _finite_1d("mu", mu)
@@ -79,7 +83,7 @@ def cloud_vs_exact(
     n_grid = check_int("n_grid", n_grid, minimum=21)
     n_ref = check_int("n_ref", n_ref, minimum=1)
     half_width = float(check_positive("half_width", half_width))
-    q = mcmc.quadrature_posterior(y, lower, upper, eps)
+    q = mcmc.quadrature_posterior(y, lower, upper, eps) if posterior is None else posterior
     log_sd = max(float(np.sqrt(np.log1p((q.sd_sigma / q.mean_sigma) ** 2))), 1e-3)  # log-normal approximation
     mu_grid = np.linspace(q.mean_mu - half_width * q.sd_mu, q.mean_mu + half_width * q.sd_mu, n_grid)
     ls_grid = np.linspace(np.log(q.mean_sigma) - half_width * log_sd, np.log(q.mean_sigma) + half_width * log_sd, n_grid)
