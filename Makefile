@@ -95,7 +95,7 @@ browser-build: $(STAMP) $(BOOK_STAMP)
 browser: browser-build chromium
 	DPBAYES_BOOK_HTML=$(CURDIR)/$(BROWSER_DIR)/_build/html CHROMIUM=$(CHROMIUM) \
 	  DPBAYES_SCREENSHOTS=$(CURDIR)/$(BROWSER_DIR)/screenshots \
-	  $(BIN)/python -m pytest tests/test_browser.py -q -p no:cacheprovider -rs
+	  $(BIN)/python -m pytest tests/test_browser.py -q -p no:cacheprovider -rs -n $(JOBS) --dist load
 
 # Re-execute every stored non-default run (figures/<chapter>/runs/<label>/) and compare; slow, not in CI.
 verify-runs: $(STAMP)
