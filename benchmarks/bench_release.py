@@ -47,7 +47,7 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
     """Run one case in this process (called in a child); returns seconds and peak memory growth."""
     import numpy as np
 
-    from dpbayes import counting, median_remap, release, ubapp
+    from dpbayes import counting, counting_metrics, median_remap, release, ubapp
 
     def call() -> object:
         nonlocal n
@@ -66,15 +66,15 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
         if name == "count-laplace":
             if variant == "new":
                 return release.release_count_laplace(int(0.3 * n), n, 1.0, p=0.3).mean_abs_error
-            counting._model_posterior.cache_clear()
+            counting_metrics._model_posterior.cache_clear()
             counting._Posterior.build(n, 0.3, 1.0).mean(np.array([0.3 * n]))  # the old release: all n + 1 counts
-            return counting._exact_metric("mean", n, 0.3, 1.0, "abs", window=False)
+            return counting_metrics._exact_metric("mean", n, 0.3, 1.0, "abs", window=False)
         if name == "counting-pair":
-            counting._model_posterior.cache_clear()  # each timed call builds its posterior (shared by the pair)
+            counting_metrics._model_posterior.cache_clear()  # each timed call builds its posterior (shared by the pair)
             window = variant == "new"
-            return counting._exact_metric("mean", n, 0.3, 1.0, "abs", window) + counting._exact_metric("mean", n, 0.3, 1.0, "prob", window)
+            return counting_metrics._exact_metric("mean", n, 0.3, 1.0, "abs", window) + counting_metrics._exact_metric("mean", n, 0.3, 1.0, "prob", window)
         if name == "counting-mc":
-            return counting.monte_carlo_metrics(n, 0.3, 1.0, 100_000, np.random.default_rng(0), estimators=("mean",))["mean"]["mae"]
+            return counting_metrics.monte_carlo_metrics(n, 0.3, 1.0, 100_000, np.random.default_rng(0), estimators=("mean",))["mean"]["mae"]
         theta = np.linspace(0.0, 1.0, 5000)
         solve = ubapp.ubapp_exact if variant == "new" else ubapp.ubapp_exact_dense
         return solve(n, 1.0, theta).risk

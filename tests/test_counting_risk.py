@@ -5,6 +5,8 @@ import pytest
 from scipy import integrate, stats
 
 from dpbayes import counting as ct
+from dpbayes import counting_geometric as cgeo
+from dpbayes import counting_metrics as cmet
 from dpbayes import counting_credible as cc
 from dpbayes import counting_risk as cr
 
@@ -51,8 +53,8 @@ def test_prior_average_of_fixed_count_risk_is_the_paper_metric(estimator, n, p, 
     w = stats.binom.pmf(a, n, p)
     abs_risk = cr.fixed_count_risk(a, estimator, n, p, eps, "abs")
     closer = cr.fixed_count_risk(a, estimator, n, p, eps, "closer")
-    assert w @ abs_risk == pytest.approx(ct.mean_abs_error(estimator, n, p, eps), rel=1e-9)
-    assert w @ closer == pytest.approx(ct.prob_lower_error(estimator, n, p, eps), rel=1e-8, abs=1e-10)
+    assert w @ abs_risk == pytest.approx(cmet.mean_abs_error(estimator, n, p, eps), rel=1e-9)
+    assert w @ closer == pytest.approx(cmet.prob_lower_error(estimator, n, p, eps), rel=1e-8, abs=1e-10)
     assert cr.average_risk(estimator, n, p, p, eps) == pytest.approx(w @ abs_risk, rel=1e-12)
 
 
@@ -151,7 +153,7 @@ def test_geometric_fixed_count_averages_to_counting():
     w = stats.binom.pmf(np.arange(n + 1), n, p)
     for eps in (0.1, 1.0):
         risk = cr.geometric_fixed_count_risk(np.arange(n + 1), n, p, eps, "abs")
-        assert w @ risk == pytest.approx(ct.geometric_mean_abs_error("median", n, p, eps), rel=1e-12)
+        assert w @ risk == pytest.approx(cgeo.geometric_mean_abs_error("median", n, p, eps), rel=1e-12)
 
 
 @pytest.mark.parametrize("a,eps", [(0, 0.3), (12, 0.3), (40, 1.0)])

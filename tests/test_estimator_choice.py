@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpbayes import counting, counting_risk, estimator_choice as ec, lbapp
+from dpbayes import counting_geometric, counting_metrics, counting_risk, estimator_choice as ec, lbapp
 from dpbayes.ubapp import beta_posterior_mean_remap, chain_neighbours, privacy_loss, truncated_geometric_logmatrix
 
 
@@ -248,13 +248,13 @@ def test_geometric_remaps_under_absolute_loss_by_the_dense_law(prior, eps):
 
 @pytest.mark.parametrize("eps", [0.1, 1.0])
 def test_absolute_bayes_risks_agree_with_chapter_4(eps):
-    """Known p: the Bayes MAE of chapter 4's estimators by its own exact metrics (counting.mean_abs_error)."""
+    """Known p: the Bayes MAE of chapter 4's estimators by its own exact metrics (counting_metrics.mean_abs_error)."""
     n, p = 100, 0.3
     cmp = ec.compare_estimators(n, eps, prior=ec.CountPrior.binomial(p), loss="absolute")
     risk = dict(zip(cmp.names, cmp.bayes_risk * n))
-    assert risk["laplace-median"] == pytest.approx(counting.mean_abs_error("median", n, p, eps), rel=1e-7)
-    assert risk["laplace-bayes"] == pytest.approx(counting.mean_abs_error("mean", n, p, eps), rel=1e-7)
-    assert risk["geometric-median"] == pytest.approx(counting.geometric_mean_abs_error("median", n, p, eps), rel=1e-9)
+    assert risk["laplace-median"] == pytest.approx(counting_metrics.mean_abs_error("median", n, p, eps), rel=1e-7)
+    assert risk["laplace-bayes"] == pytest.approx(counting_metrics.mean_abs_error("mean", n, p, eps), rel=1e-7)
+    assert risk["geometric-median"] == pytest.approx(counting_geometric.geometric_mean_abs_error("median", n, p, eps), rel=1e-9)
     assert cmp.best == "geometric-median"  # the LP optimum for absolute error (chapter 4)
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dpbayes import counting as ct
+from dpbayes import counting_metrics as cmet
 from dpbayes import extremes as ex
 
 
@@ -15,7 +15,7 @@ def test_extreme_over_eps_finds_a_known_minimum():
 
 
 def test_extreme_beats_the_grid_for_the_paper_metric():
-    f = lambda e: ct.prob_lower_error("mean", 100, 0.3, e)
+    f = lambda e: cmet.prob_lower_error("mean", 100, 0.3, e)
     res = ex.extreme_over_eps(f, 0.01, 10.0, n_coarse=11)
     assert res["value"] <= res["scan_values"].min() + 1e-15
 

@@ -438,15 +438,15 @@ def _geometric_median_table(n: int, p: float, eps: float) -> NDArray[np.float64]
     pz = joint.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         post = np.where(pz > 0, joint / pz, 1.0 / (n + 1))
-    # same rule as dpbayes.counting.geometric_mean_abs_error
+    # same rule as dpbayes.counting_geometric.geometric_mean_abs_error
     return np.argmax(np.cumsum(post, axis=1) >= 0.5 - 1e-12, axis=1).astype(float)
 
 
 def geometric_fixed_count_risk(a: ArrayLike, n: int, p: float, eps: float, loss: str = "abs") -> NDArray[np.float64]:
     """Fixed-count risk of the truncated geometric mechanism followed by the posterior median.
 
-    The pipeline of :func:`dpbayes.counting.geometric_mean_abs_error` (``"median"``), which attains
-    the optimum of :func:`dpbayes.counting.optimal_private_estimator`; ``p`` is the analyst's
+    The pipeline of :func:`dpbayes.counting_geometric.geometric_mean_abs_error` (``"median"``), which attains
+    the optimum of :func:`dpbayes.counting_geometric.optimal_private_estimator`; ``p`` is the analyst's
     prior probability. ``loss="abs"``/``"sq"``: finite sums over the truncated output.
     ``loss="closer"``: ``P(|a - med(clip(Z))| < |a - Z|)`` against the naive geometric answer
     ``Z = a + G`` (``P(G = g) = (1 - r)/(1 + r) r**|g|``, ``r = e^{-eps}``, untruncated), with the

@@ -50,7 +50,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from dpbayes import counting, estimator_choice, median_remap
+from dpbayes import counting, counting_metrics, estimator_choice, median_remap
 from dpbayes._extras import lazy_module, require
 from dpbayes._moved import moved_names
 from dpbayes.geometric import truncated_geometric_logmatrix
@@ -566,7 +566,7 @@ class CountRelease:
         ``"mean"`` or ``"median"``.
     mean_abs_error : float
         Exact ``E|C - estimate|`` under the ``Binomial(n, p)`` prior (Naldi & D'Acquisto eq. (12),
-        :func:`dpbayes.counting.mean_abs_error`): the Bayes risk in absolute loss.
+        :func:`dpbayes.counting_metrics.mean_abs_error`): the Bayes risk in absolute loss.
     estimand : str
         ``"count"``.
     loss : str
@@ -661,9 +661,9 @@ class LaplaceCountRelease:
     @property
     def mean_abs_error(self) -> float:
         """Exact ``E|C - estimate|`` (computed on first use, over the prior's effective support:
-        ``O(sqrt(n p (1 - p)) + log(n) / eps)``, :func:`dpbayes.counting.mean_abs_error`)."""
+        ``O(sqrt(n p (1 - p)) + log(n) / eps)``, :func:`dpbayes.counting_metrics.mean_abs_error`)."""
         if self._mae is None:
-            self._mae = counting.mean_abs_error(self.estimator, self.n, self.p, self.eps)
+            self._mae = counting_metrics.mean_abs_error(self.estimator, self.n, self.p, self.eps)
         return self._mae
 
     def release(self, count: int) -> CountRelease:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpbayes import counting as ct
+from dpbayes import counting_geometric as cgeo
 from dpbayes import lbapp as lb
 from dpbayes import mechanisms as mech
 from dpbayes import posterior_release as pr
@@ -256,7 +256,7 @@ def _audit_counting(eps: float, n: int) -> list[AuditRow | _Pending]:
                      "sampled from its matrix", "Ghosh et al. (2009): clamping is post-processing"))
     name = "optimal private count estimator (LP of Ch. 1 on the count)"
     p_ones = 0.3  # the prior probability of a positive record used in Ch. 4's notebooks
-    sol = ct.optimal_private_estimator(n, p_ones, eps)
+    sol = cgeo.optimal_private_estimator(n, p_ones, eps)
     PT = np.asarray(sol.P).T  # rows: counts
     log_PT = None if sol.log_P is None else np.asarray(sol.log_P).T
     ex = exact_privacy_loss(PT if log_PT is None else log_PT, "adjacent", log_probabilities=log_PT is not None)
