@@ -195,7 +195,7 @@ _PROB_CASES = [(3000, 0.3, 2.0), (1000, 0.5, 5.0), (10**4, 0.3, 0.3), (10**5, 0.
 
 
 def _bisect_roots(h, a, b, fa, fb):
-    """Reference for ``counting._illinois``: plain bisection of the same ``h`` down to adjacent doubles."""
+    """Reference for ``counting_metrics._illinois``: plain bisection of the same ``h`` down to adjacent doubles."""
     a, b = a.copy(), b.copy()
     idx = np.arange(a.size)
     for _ in range(200):
