@@ -139,6 +139,7 @@ def page_states(root: Path, pages: list[str], width: int, script: str) -> Iterat
     read even after waiting once more (a late navigation, e.g. a theme script, destroyed the context).
     ``tab`` is the Playwright page, for a screenshot.
     """
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
     with serve(root) as base, sync_playwright() as pw:
@@ -146,7 +147,14 @@ def page_states(root: Path, pages: list[str], width: int, script: str) -> Iterat
         try:
             tab = browser.new_context(viewport={"width": width, "height": 900}).new_page()
             for rel in pages:
-                tab.goto(base + rel, wait_until="load", timeout=30_000)
+                try:
+                    tab.goto(base + rel, wait_until="load", timeout=30_000)
+                except PlaywrightError as exc:
+                    # a navigation started late by the page before (seen on a loaded machine: "interrupted by
+                    # another navigation") is not a problem of this page: open it once more
+                    if "interrupted by another navigation" not in str(exc):
+                        raise
+                    tab.goto(base + rel, wait_until="load", timeout=30_000)
                 try:
                     state = tab.evaluate(script)
                 except Exception:
