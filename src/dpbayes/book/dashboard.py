@@ -26,7 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import docname_join
+from sphinx.util.osutil import SEP
+from sphinx_design.shared import create_component
 
 __all__ = [
     "CHAPTER_PAGE_RE",
@@ -341,10 +345,6 @@ def _relocate(content: list[Any], source: str, here: str, source_uri: str) -> li
     is made absolute first. A link to an anchor of the chapter page itself (MyST resolves those while
     reading, to a ``refid``) becomes a link to that anchor of the chapter page (``source_uri``).
     """
-    from sphinx import addnodes
-    from sphinx.util.osutil import SEP
-    from sphinx.util import docname_join
-
     out = [node.deepcopy() for node in content]
     for part in out:
         for xref in part.findall(addnodes.pending_xref):
@@ -365,8 +365,6 @@ def _text(text: str) -> list[Any]:
 def chapter_section(chapter: ChapterClaims, here: str, page_uri: str) -> Any:
     """One chapter's claims as a folded sphinx-design dropdown for page ``here``; each number links to the
     claim's row of the chapter page (``page_uri``, relative to ``here``)."""
-    from sphinx_design.shared import create_component
-
     rows = []
     for k, claim in enumerate(chapter.claims, start=1):
         link = nodes.reference("", str(k), internal=True, refuri=f"{page_uri}#{CLAIM_ROW_ID.format(k)}")

@@ -54,20 +54,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dpbayes.book import dashboard
-from dpbayes.book.dashboard import (  # noqa: F401 (re-exported: the claims tables' helpers lived here)
-    CHAPTER_PAGE_RE,
-    CLAIM_ROW_ID,
-    VERDICT_BADGE,
-    VERDICT_MARK,
-    VERDICT_OPTIONAL,
-    VERDICT_ORDER,
-    badge_verdict_cells,
-    chapter_label,
-    claims_columns,
-    claims_tables,
-    label_claim_rows,
-    normalise_verdict,
-)
+from dpbayes.book.dashboard import CHAPTER_PAGE_RE, badge_verdict_cells, label_claim_rows
 from dpbayes.book.formatting import escape_cell
 from dpbayes.book.pagevalues import rebase_glued, resolve_notebook
 
