@@ -17,9 +17,9 @@ import timeit
 
 import numpy as np
 
-from dpbayes import counting as ct
-from dpbayes import counting_geometric as cgeo
-from dpbayes import counting_metrics as cmet
+from dpbayes.counting import model as ct
+from dpbayes.counting import geometric as cgeo
+from dpbayes.counting import metrics as cmet
 
 
 def best_of(fn, repeat: int = 3) -> float:

@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from dpbayes import executors, smc_study
+from dpbayes.core import executors
+from dpbayes.smc import study as smc_study
 
 CONFIG = smc_study.StudyConfig(n=200, n_particles=200, mu_true=50.0, sigma_true=np.sqrt(10.0),
                                nonadaptive_halfwidth=10.0, mcmc_iter=1000, mcmc_burn_in=200)

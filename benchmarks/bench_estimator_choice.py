@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dpbayes import estimator_choice as ec
-from dpbayes.release import OptimalProportionRelease
-from dpbayes.ubapp import truncated_geometric_logmatrix
+from dpbayes.choosing import candidates as ec
+from dpbayes.release.statistic import OptimalProportionRelease
+from dpbayes.ubapp.optimal import truncated_geometric_logmatrix
 
 RESULTS = Path(__file__).with_name("results") / "estimator-choice.json"
 

@@ -14,8 +14,8 @@ import timeit
 import numpy as np
 from scipy.special import betaln
 
-from dpbayes import posterior_release as pr
-from dpbayes.distances import hellinger_beta
+from dpbayes.posterior import release as pr
+from dpbayes.core.distances import hellinger_beta
 
 
 def naive_hellinger(a1, b1, a2, b2):

@@ -47,7 +47,9 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
     """Run one case in this process (called in a child); returns seconds and peak memory growth."""
     import numpy as np
 
-    from dpbayes import counting, counting_metrics, median_remap, release, ubapp
+    from dpbayes.counting import model as counting, metrics as counting_metrics
+    from dpbayes.ubapp import median_remap, optimal as ubapp
+    from dpbayes.release import statistic as release
 
     def call() -> object:
         nonlocal n

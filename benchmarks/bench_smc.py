@@ -10,7 +10,7 @@ The comparison (default) runs chapter 3's nonadaptive model (n = 1000, mu = 50, 
 interval mu +- 10 sigma, priors N(0, 10^4) and IG(1, 1)) for eps = 1 and 10 on one data set each, with
 ``smc.smc_exact`` and with particles' IBIS (5 random-walk MH steps per resample-move, ``wastefree=False``)
 and its waste-free default (``len_chain = 10``), all with the same exact log-likelihood
-(``dpbayes.truncation``) and resampling at ESS < N/2. For each method and particle number of a ladder,
+(``dpbayes.smc.truncation``) and resampling at ESS < N/2. For each method and particle number of a ladder,
 ``--seeds`` runs give the RMS error of the final posterior means of mu and sigma against the exact
 quadrature posterior, in posterior sds, and the mean CPU and wall time of a run. The time to reach an
 accuracy level is read off the fitted laws ``error = a N^(-1/2)`` (a pooled over the ladder) and
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbayes import mcmc, smc, truncation
+from dpbayes.smc import mcmc, samplers as smc, truncation
 
 PAPER_B = {1.0: 0.06, 2.0: 0.12, 5.0: 0.54, 10.0: 0.96}
 METHODS = ("latent-adaptive", "latent-nonadaptive", "exact-adaptive", "mcmc-nonadaptive")
@@ -119,7 +119,7 @@ def machine() -> dict[str, Any]:
 def compiled_kernels() -> bool | None:
     """Whether dpbayes uses its compiled kernels (None: a dpbayes without them, e.g. an older checkout)."""
     try:
-        from dpbayes import _smc_kernels
+        from dpbayes.smc import _kernels as _smc_kernels
     except ImportError:
         return None
     return _smc_kernels.compiled_enabled()

@@ -11,7 +11,7 @@ For each solver the LP is solved in a child process (killed after ``--timeout`` 
 * the LP's wall time (CVXPY compilation + solve) and its ratio to the exact solver's time;
 * the risk of the raw answer minus the exact optimum;
 * whether the raw answer is eps-DP to ``DP_RTOL`` and, if not, whether the library's repair
-  (``dpbayes.ubapp._repair``) certifies it within ``MAX_REPAIR_WEIGHT``, and the repaired risk.
+  (``dpbayes.ubapp.optimal._repair``) certifies it within ``MAX_REPAIR_WEIGHT``, and the repaired risk.
 
 The exact solver's time is the median of ``--repeat`` runs. Nothing here is a unit test: it is
 run by hand and its output quoted in the chapter.
@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from dpbayes.losses import squared_loss_matrix
-from dpbayes.ubapp import (
+from dpbayes.core.losses import squared_loss_matrix
+from dpbayes.ubapp.optimal import (
     DP_RTOL,
     LP_SOLVERS,
     MAX_REPAIR_WEIGHT,

@@ -29,7 +29,8 @@ from test_interrupt import BODY as SLOW_BODY
 from test_interrupt import PARAMS as SLOW_PARAMS
 from tiny_book import sigint_as_at_a_terminal, write_tiny_book
 
-from dpbayes import executors, smc_study
+from dpbayes.core import executors
+from dpbayes.smc import study as smc_study
 from dpbayes.book import cli
 
 pytestmark = pytest.mark.xdist_group("dask")

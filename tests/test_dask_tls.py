@@ -165,7 +165,7 @@ def test_the_tls_scheduler_refuses_what_has_no_certificate_of_its_own(tls_cluste
         "'Running on a Dask cluster', for the settings file"]
     assert not (book / "runs").exists()
     # a certificate of another authority, and plain TCP: the scheduler does not answer
-    from dpbayes import executors
+    from dpbayes.core import executors
 
     other = tmp_path / "other"
     other.mkdir()

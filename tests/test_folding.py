@@ -78,8 +78,8 @@ def test_cell_needs_folding(source: str, tags: list[str], reason: str | None) ->
 
 
 def test_library_names_and_plotting_functions() -> None:
-    sources = ["from dpbayes import counting as ct, book\nfrom dpbayes.release import MAX_N\n"
-               "from dpbayes.book.figures import save_figure\nimport dpbayes.lbapp\nimport numpy as np\n",
+    sources = ["from dpbayes import counting as ct, book\nfrom dpbayes.release.statistic import MAX_N\n"
+               "from dpbayes.book.figures import save_figure\nimport dpbayes.ubapp.lbapp\nimport numpy as np\n",
                "def error_figure(n):\n    fig, ax = plt.subplots()\n\ndef helper(x):\n    return x\n",
                "%magic"]
     assert library_names(sources) == {"ct", "MAX_N", "dpbayes"}

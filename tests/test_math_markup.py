@@ -96,9 +96,9 @@ def test_the_heuristic_fails_on_maths_in_code_and_passes_code() -> None:
     found = math_in_code_spans(broken)
     assert len(found) == 9, found
     fine = (
-        "Call `dpbayes.release.sample_release(mechanism, counts, eps, prior, rng)` or run "
+        "Call `dpbayes.release.statistic.sample_release(mechanism, counts, eps, prior, rng)` or run "
         "`.venv/bin/python -m dpbayes run chapters/04-counting-queries -p eps 0.5`; the parameter `eps`, "
-        "the list `eps_grid`, the module `dpbayes.posterior_release`, {cite:p}`naldi2014counting`, "
+        "the list `eps_grid`, the module `dpbayes.posterior.release`, {cite:p}`naldi2014counting`, "
         "the file `02a-sensitivity-privacy.ipynb`. Maths is $\\sqrt{1 - \\pi/4}$.\n"
         "Glued: EHD stays ≤ {glued}`02a::loss_max_EHD` and $P$ = {glued}`02b::p_off` at $n^{2}$.\n"
         "```python\nGS = sqrt(1 - pi/4)\n```\n"

@@ -25,7 +25,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dpbayes import counting_geometric, counting_metrics
+from dpbayes.counting import geometric as counting_geometric
+from dpbayes.counting import metrics as counting_metrics
 from dpbayes.book.params import notebook_parameters
 
 ROOT = Path(__file__).resolve().parents[1]

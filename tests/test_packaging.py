@@ -47,7 +47,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_ships_the_library_its_licence_and_no_book(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
-    assert "dpbayes/release.py" in names and "dpbayes/py.typed" in names
+    assert "dpbayes/release/statistic.py" in names and "dpbayes/py.typed" in names
     assert not [n for n in names if n.startswith("dpbayes/book/")], "the book's machinery works in a checkout only"
     licences = [n for n in names if re.search(r"\.dist-info/(licenses/)?LICENSE$", n)]
     assert licences and "MIT License" in zipfile.ZipFile(wheel).read(licences[0]).decode()
@@ -84,7 +84,7 @@ def test_release_extra_in_a_fresh_venv_runs_the_page_example(wheel: Path, tmp_pa
     assert re.fullmatch(r"\d+ 0\.\d+ 1\.0 0\.001806\n", run.stdout), run.stdout
 
     # what is not installed is named with its extra; the book's command says where it works
-    lp = subprocess.run([py, "-c", "from dpbayes import ubapp; ubapp.ubapp_lp(3, 1.0, [0.0, 0.5, 1.0])"],
+    lp = subprocess.run([py, "-c", "from dpbayes.ubapp import optimal; optimal.ubapp_lp(3, 1.0, [0.0, 0.5, 1.0])"],
                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert lp.returncode != 0 and 'pip install "dpbayes[lp]"' in lp.stderr
     cli = subprocess.run([py, "-m", "dpbayes", "params", "chapters"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
@@ -94,10 +94,10 @@ def test_release_extra_in_a_fresh_venv_runs_the_page_example(wheel: Path, tmp_pa
 @pytest.mark.parametrize(
     ("module", "call", "extra"),
     [
-        ("cvxpy", lambda: __import__("dpbayes.ubapp").ubapp.ubapp_lp(3, 1.0, [0.0, 0.5, 1.0]), "lp"),
-        ("distributed", lambda: __import__("dpbayes.executors").executors._client_versions(["numpy"]), "dask"),
-        ("opendp", lambda: __import__("dpbayes.release").release.OptimalProportionRelease(3, 1.0), "release"),
-        ("pandas", lambda: __import__("dpbayes.datasets").datasets.county_income(1990), "data"),
+        ("cvxpy", lambda: __import__("dpbayes.ubapp.optimal").ubapp.optimal.ubapp_lp(3, 1.0, [0.0, 0.5, 1.0]), "lp"),
+        ("distributed", lambda: __import__("dpbayes.core.executors").core.executors._client_versions(["numpy"]), "dask"),
+        ("opendp", lambda: __import__("dpbayes.release.statistic").release.statistic.OptimalProportionRelease(3, 1.0), "release"),
+        ("pandas", lambda: __import__("dpbayes.core.datasets").core.datasets.county_income(1990), "data"),
     ],
 )
 def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch, module: str, call, extra: str) -> None:
@@ -112,6 +112,6 @@ def test_a_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch, module: str, 
 
 
 def test_import_of_the_release_module_does_not_load_scipy_stats() -> None:
-    code = "import sys, dpbayes.release; print('scipy.stats' in sys.modules, 'scipy.optimize' in sys.modules, 'cvxpy' in sys.modules)"
+    code = "import sys, dpbayes.release.statistic; print('scipy.stats' in sys.modules, 'scipy.optimize' in sys.modules, 'cvxpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
     assert out.split() == ["False", "False", "False"]

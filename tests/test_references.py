@@ -25,7 +25,7 @@ BIB = """
 PAGE = """# Tiny
 
 {cite:t}`smith2020a` and {cite:t}`smith2020b` differ from {cite:p}`doe2019`; see also {cite:p}`smith2020b`.
-The validator is {py:func}`dpbayes.validation.check_positive`.
+The validator is {py:func}`dpbayes.core.validation.check_positive`.
 
 ```{bibliography}
 ```
@@ -34,7 +34,7 @@ The validator is {py:func}`dpbayes.validation.check_positive`.
 API = """# API
 
 ```{eval-rst}
-.. automodule:: dpbayes.validation
+.. automodule:: dpbayes.core.validation
    :members: check_positive
 ```
 """
@@ -74,7 +74,7 @@ def test_config_is_nitpicky_and_ignores_no_dpbayes_name() -> None:
     assert config["nitpicky"] is True
     assert config["bibtex_reference_style"] == "dpbayes-author-year"
     ignores = config.get("nitpick_ignore_regex", [])
-    for kind, target in [("py:func", "dpbayes.ubapp.no_such_function"), ("py:class", "dpbayes.release.NoSuchRelease"),
+    for kind, target in [("py:func", "dpbayes.ubapp.optimal.no_such_function"), ("py:class", "dpbayes.release.statistic.NoSuchRelease"),
                          ("py:class", "NoSuchRelease"), ("py:mod", "dpbayes.no_such_module"),
                          ("py:func", "no_such_function")]:
         hits = [(k, r) for k, r in ignores if re.fullmatch(k, kind) and re.fullmatch(r, target)]
@@ -92,7 +92,7 @@ def test_citations_show_label_suffixes_and_a_missing_function_fails(tmp_path: Pa
     labels = [re.sub(r"<[^>]+>", "", m) for m in re.findall(r'class="label"><span class="fn-bracket">\[</span>(.*?)'
                                                            r'<span class="fn-bracket">\]', html)]
     assert labels == ["Doe, 2019", "Smith and Jones, 2020a", "Smith and Jones, 2020b"], labels  # the bibliography
-    assert 'href="api.html#dpbayes.validation.check_positive"' in html
+    assert 'href="api.html#dpbayes.core.validation.check_positive"' in html
 
     bad = tiny_book(tmp_path / "bad", PAGE.replace("check_positive`", "check_positiv`"))
     result = build(bad)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpbayes import smc_study
+from dpbayes.smc import study as smc_study
 from dpbayes.book.figures import RUN_MANIFEST, STORED_RUNS_DIR
 from dpbayes.book.params import notebook_parameters, validate_overrides
 

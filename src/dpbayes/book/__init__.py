@@ -12,4 +12,6 @@ run / store-run / verify-run commands, built from :mod:`~dpbayes.book.planning`,
 (the privacy audit of every mechanism the book uses), :mod:`~dpbayes.book._io` (atomic writes) and
 :mod:`~dpbayes.book.sphinx_ext` (the Sphinx extension: verdict dashboard, parameter tables, offline
 MathJax).
+
+Layer 3 (the book). May import: every layer below (dpbayes.core, the subjects, dpbayes.choosing, dpbayes.release).
 """

@@ -1,12 +1,12 @@
-"""The privacy audit of every mechanism the book uses: the adapter from the chapters to :mod:`dpbayes.audit`.
+"""The privacy audit of every mechanism the book uses: the adapter from the chapters to :mod:`dpbayes.core.audit`.
 
 This part of the audit knows the book: which mechanism each chapter uses, with which parameters
 and neighbour relation, and what the chapter claims for it. It applies the generic auditors of
-:mod:`dpbayes.audit` (exact and analytic worst-case loss, the statistical lower bound) to each and
-returns one :class:`dpbayes.audit.AuditRow` per mechanism, for the page
-``chapters/privacy-audit.ipynb`` and ``tests/test_audit.py``. Chapter 2's mechanisms come from its
-registry (:data:`dpbayes.posterior_mechanisms.REGISTRY`), so a new one is audited without a change
-here. (``dpbayes.audit.audit_book_mechanisms`` still finds this function, for the audit page.)
+:mod:`dpbayes.core.audit` (exact and analytic worst-case loss, the statistical lower bound) to each and
+returns one :class:`dpbayes.core.audit.AuditRow` per mechanism, for the page
+``chapters/privacy-audit.ipynb`` and ``tests/core/test_audit.py``. Chapter 2's mechanisms come from its
+registry (:data:`dpbayes.posterior.mechanisms.REGISTRY`), so a new one is audited without a change
+here.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpbayes import counting_geometric as cgeo
-from dpbayes import lbapp as lb
-from dpbayes import mechanisms as mech
-from dpbayes import posterior_release as pr
-from dpbayes import sensitivity as sens
-from dpbayes import truncation as tr
-from dpbayes import ubapp
-from dpbayes.audit import (
+from dpbayes.counting import geometric as cgeo
+from dpbayes.ubapp import lbapp as lb
+from dpbayes.core import mechanisms as mech
+from dpbayes.posterior import release as pr
+from dpbayes.posterior import sensitivity as sens
+from dpbayes.smc import truncation as tr
+from dpbayes.ubapp import optimal as ubapp
+from dpbayes.core.audit import (
     CLAIM_ATOL,
     AuditRow,
     ExactAudit,
@@ -34,7 +34,7 @@ from dpbayes.audit import (
     statistical_lower_bound,
     verdict,
 )
-from dpbayes.validation import check_int, check_positive, check_probability, check_rng
+from dpbayes.core.validation import check_int, check_positive, check_probability, check_rng
 
 __all__ = ["audit_book_mechanisms"]
 
@@ -142,7 +142,7 @@ def _audit_posterior_release(eps: float, sizes: list[int], prior: tuple[float, f
         "n' in {" + ", ".join(map(str, sizes[:3])) + (", ..., " if len(sizes) > 4 else ", ") + ", ".join(map(str, sizes[-1:])) + "}"
     # the notes' mechanisms and the two Ch. 2 adds for its optimality comparison (LSHist with rounding,
     # the truncated geometric mechanism: both with exact loss eps)
-    for m in pr.REGISTRY:  # every registered mechanism (dpbayes.posterior_mechanisms)
+    for m in pr.REGISTRY:  # every registered mechanism (dpbayes.posterior.mechanisms)
         # report the size where the (size-dependent) proven eps is exceeded the most if it is
         # exceeded anywhere, else the size with the largest loss (the calibrated eps is fixed)
         best: tuple[tuple[bool, float], int, ExactAudit, float] | None = None

@@ -21,7 +21,7 @@ can be kept beside the stored figures with ``store-run`` (``figures/<chapter>/ru
 figures, scalar results and a ``run.json`` manifest with the notebook and parameters); anyone can
 re-execute it and compare against what is stored with ``verify-run``.
 
-``--scheduler ADDRESS`` (or ``local:N``) uses a Dask cluster (:mod:`dpbayes.executors`): several
+``--scheduler ADDRESS`` (or ``local:N``) uses a Dask cluster (:mod:`dpbayes.core.executors`): several
 notebooks (a sweep, a chapter) run as cluster tasks, each shipped to a worker with its parameters and
 sent back as data (executed notebook, figures, results), which this process writes with the same
 atomic renames; a single notebook runs here and its own parallel loops (chapter 3's replicates) run
@@ -42,7 +42,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from dpbayes import executors
+from dpbayes.core import executors
 from dpbayes.book.params import (ParameterError, notebook_parameters)
 from dpbayes.book.planning import (
     EXIT_USAGE,

@@ -56,7 +56,7 @@ def min_length(a: str, k: int, why: str) -> Rule:
 
 
 def _b_grid(values: Mapping[str, Any]) -> list[float]:
-    from dpbayes.smc_study import default_b_grid
+    from dpbayes.smc.study import default_b_grid
 
     return default_b_grid(values["eps_grid"])
 

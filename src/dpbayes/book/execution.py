@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from dpbayes import executors
+from dpbayes.core import executors
 from dpbayes.book.figures import (
     FIGURES_ENV,
     NOTEBOOK_ENV,

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbayes._extras import require
+from dpbayes.core._extras import require
 
 matplotlib = require("matplotlib", "dpbayes.book.figures")
 

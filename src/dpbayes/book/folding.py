@@ -111,8 +111,8 @@ def _parsed(sources: Iterable[str]) -> Iterator[ast.Module]:
 def library_names(sources: Iterable[str]) -> frozenset[str]:
     """Names a notebook binds to the ``dpbayes`` science modules (not ``dpbayes.book``).
 
-    ``from dpbayes import counting as ct`` gives ``ct``; ``from dpbayes.release import MAX_N`` gives
-    ``MAX_N``; ``import dpbayes.lbapp`` gives ``dpbayes``. Sources that do not parse are skipped.
+    ``from dpbayes import counting as ct`` gives ``ct``; ``from dpbayes.release.statistic import MAX_N`` gives
+    ``MAX_N``; ``import dpbayes.ubapp.lbapp`` gives ``dpbayes``. Sources that do not parse are skipped.
     """
     names: set[str] = set()
     for tree in _parsed(sources):

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from dpbayes.validation import check_int, check_positive
+from dpbayes.core.validation import check_int, check_positive
 
 __all__ = ["format_to_accuracy", "markdown_table", "reader_table", "show_table", "escape_cell", "reader_symbols", "MISSING"]
 

@@ -1,0 +1,10 @@
+"""The base layer: what every chapter stands on.
+
+The two-sided and truncated geometric laws of a count (:mod:`~dpbayes.core.geometric`), the
+additive-noise mechanisms (:mod:`~dpbayes.core.mechanisms`), the exact worst-case privacy loss of a
+finite output law (:mod:`~dpbayes.core.privacy_loss`) and the privacy audit built on it
+(:mod:`~dpbayes.core.audit`), loss matrices and distances between posteriors, locating an extreme,
+input validation, optional dependencies, task executors and the shipped data set.
+
+Layer 0. May import: nothing else of dpbayes.
+"""

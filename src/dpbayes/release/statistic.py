@@ -1,0 +1,889 @@
+"""Private releases of real data: OpenDP's vetted noise samplers followed by a Bayes remap.
+
+The rest of ``dpbayes`` draws noise with :class:`numpy.random.Generator` in floating point,
+which is right for simulation (fast, seeded) but is not a safe way to protect real data: the
+low-order bits of floating-point Laplace samples can reveal the input (Mironov, "On significance
+of the least significant bits for differential privacy", CCS 2012). This module draws the noise
+with OpenDP instead (pinned ``opendp==0.16.0``), whose integer (discrete Laplace / geometric)
+sampler is exact and whose continuous Laplace sampler is floating-point safe, and then applies
+the post-processing that the book shows to be accurate:
+
+* :class:`OptimalProportionRelease` / :func:`release_proportion` -- the optimal eps-DP Bayes
+  estimate of a proportion from a count in ``{0..n}`` (chapter 1): OpenDP geometric noise on the
+  count, clamped to ``{0..n}`` (the truncated geometric mechanism of Ghosh, Roughgarden &
+  Sundararajan 2009), then the Bayes remap of the chapter 1 exact solver
+  (:func:`dpbayes.ubapp.optimal.ubapp_exact`; UBaPP paper, linear program (11) and Algorithm 1) for a
+  Beta or grid prior and squared or absolute loss;
+* :class:`GeometricCountRelease` / :func:`release_count_geometric` -- the count itself released with
+  OpenDP's geometric noise, clamped to ``{0..n}``: prior-free (``estimator="none"``, with an exact
+  prior-free interval), or followed by the posterior mean or median under a ``Beta(a, b)`` prior on
+  the proportion (a hierarchical prior for an unknown ``p``; flat: ``(1, 1)``) or a known ``p``
+  (chapter 5: the optimal count release);
+* :class:`LaplaceCountRelease` / :func:`release_count_laplace` -- a count released with OpenDP's
+  Laplace measurement, followed by the posterior mean (Naldi & D'Acquisto, eq. (11)) or median
+  under a ``Binomial(n, p)`` prior (chapter 4, :mod:`dpbayes.counting.model`).
+
+Every release names its **estimand**: ``"theta"`` (the population proportion of which the records are
+a sample: even without noise the posterior mean has the sampling risk ``E Var(theta | count)``),
+``"proportion"`` (the data set's own ``count / n``) or ``"count"``; and reports its exact risks for
+that estimand: the Bayes risk under the prior, the part of it privacy adds, and the worst risk over
+data sets (:mod:`dpbayes.choosing.candidates`, which also compares the candidates for a user's ``n``
+and ``eps``).
+
+Unit of privacy (both mechanisms): one record of a data set of ``n`` records, each contributing 0
+or 1 to the count. Two data sets are neighbours when they differ in one record, so their counts
+differ by at most 1; ``n`` is public (not computed from the confidential data). Every release
+spends ``eps`` of privacy budget: ``k`` releases about the same records are ``k eps``-DP together
+(basic composition), and the same count released twice is *two* releases.
+
+OpenDP's measurements used here are behind its ``"contrib"`` feature flag, which
+:func:`opendp_measurement` switches on (see the comment there). Beyond the book's sources.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import special
+
+from dpbayes.counting import model as counting, metrics as counting_metrics
+from dpbayes.choosing import candidates as estimator_choice
+from dpbayes.ubapp import median_remap
+from dpbayes.core._extras import lazy_module, require
+from dpbayes.core.geometric import truncated_geometric_logmatrix
+from dpbayes.core.losses import LOSSES
+from dpbayes.ubapp.optimal import (
+    beta_posterior_mean_remap, beta_prior_on_grid, betabinom_logpmf, ubapp_exact,
+)
+from dpbayes.core.validation import (
+    check_choice, check_distribution, check_grid, check_int, check_positive,
+)
+
+stats = lazy_module("scipy.stats")
+optimize = lazy_module("scipy.optimize")
+
+__all__ = [
+    "OPENDP_VERSION",
+    "MAX_N",
+    "OUTPUT_LAW_MAX_N",
+    "CONSTANT_TIME_MAX_N",
+    "MIN_EPS",
+    "MAX_EPS",
+    "ProportionRelease",
+    "OptimalProportionRelease",
+    "release_proportion",
+    "CountRelease",
+    "LaplaceCountRelease",
+    "release_count_laplace",
+    "GeometricCountRelease",
+    "GeometricCountReleaseResult",
+    "release_count_geometric",
+    "COUNT_ESTIMATORS",
+    "MEDIAN_RISK_MAX_N",
+    "PRIOR_SHARE_MAX",
+    "opendp_measurement",
+    "PrivacyMapError",
+]
+
+#: The OpenDP release pinned in ``requirements.txt``; a different installed version is refused.
+OPENDP_VERSION = "0.16.0"
+#: Largest number of records of :class:`OptimalProportionRelease` (a memory bound, checked before
+#: anything is allocated): the remap and the exact risk are built in ``O(n)`` time and memory, about
+#: 0.3 kB per record at the peak (``benchmarks/bench_release.py``: ~ 30 MB at n = 10**5), so
+#: ``MAX_N`` records need about 3 GB. A grid prior is further bounded by :data:`dpbayes.ubapp.optimal.MAX_GRID_WORK`.
+MAX_N = 10**7
+#: Largest ``n`` of :meth:`OptimalProportionRelease.output_law`, a dense ``(n + 1) x (n + 1)`` matrix
+#: (200 MB at 5000): for the privacy audit of small releases.
+OUTPUT_LAW_MAX_N = 5000
+#: Up to this ``n`` the geometric noise is drawn by OpenDP's bounded sampler, which runs in constant
+#: time (no timing side channel) but costs O(n) per draw (25 ms at 10**4, 0.6 s at 10**6). Above it,
+#: OpenDP's unbounded integer sampler (discrete Laplace, same law before the clamp; expected O(1) per
+#: draw) is used and the result clamped to ``{0..n}``: the same truncated geometric law
+#: (clamping is post-processing), but the draw's running time varies with the noise.
+CONSTANT_TIME_MAX_N = 10_000
+LAPLACE_ESTIMATORS = ("mean", "median")
+#: Smallest eps of a release: far below it OpenDP's conservative arithmetic cannot build the sampler
+#: (eps = 1e-300 fails inside OpenDP), and at 1e-9 the noise (scale 10**9) already hides any count.
+MIN_EPS = 1e-9
+#: Largest eps of a release: the geometric noise moves the count with probability
+#: ``2 e^-eps / (1 + e^-eps)``, 4e-9 at eps = 20; above, a release publishes the exact count.
+MAX_EPS = 20.0
+#: Largest share of the prior in the ``theta`` estimate, ``(a + b) / (a + b + n)``: above it a release
+#: would report the prior and ignore the data, and is refused.
+PRIOR_SHARE_MAX = 0.99
+
+
+def _check_eps(eps: Any) -> float:
+    """A real scalar in ``[MIN_EPS, MAX_EPS]`` (not a bool, not an array), named in every message."""
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"eps must be a real number in [{MIN_EPS:g}, {MAX_EPS:g}], got {type(eps).__name__} {eps!r}")
+    value = float(eps)
+    if not MIN_EPS <= value <= MAX_EPS:  # also NaN
+        raise ValueError(
+            f"eps must lie in [{MIN_EPS:g}, {MAX_EPS:g}], got {value!r} (above {MAX_EPS:g} a release publishes the "
+            f"count itself: the noise moves it with probability < 4e-9; below {MIN_EPS:g} it says nothing about the data)"
+        )
+    return value
+
+
+def _check_count(count: Any, n: int) -> int:
+    """The confidential count, an integer in ``[0, n]``; its value is never repeated in a message (logs)."""
+    message = f"count must be an integer in [0, {n}] (the value given is confidential and not repeated here)"
+    if isinstance(count, (bool, np.bool_)):
+        raise TypeError(message)
+    if isinstance(count, numbers.Integral):
+        value = int(count)
+    elif isinstance(count, numbers.Real) and float(count).is_integer():
+        value = int(float(count))
+    else:
+        raise TypeError(message)
+    if not 0 <= value <= n:
+        raise ValueError(message)
+    return value
+
+
+def _check_open_probability(name: str, value: Any) -> float:
+    """A real scalar strictly inside (0, 1): 0 and 1 are priors certain of the count (they ignore the data)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in (0, 1), got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not 0.0 < v < 1.0:
+        raise ValueError(
+            f"{name} must lie in (0, 1), got {v!r}" + (" (a prior certain of the count: the release would ignore the data)" if v in (0.0, 1.0) else "")
+        )
+    return v
+
+
+def _opendp() -> Any:
+    """Import OpenDP, check its version and switch on the feature flag the measurements need."""
+    opendp = require("opendp", "dpbayes.release.statistic (OpenDP's samplers)")
+    dp = require("opendp.prelude", "dpbayes.release.statistic (OpenDP's samplers)")
+    installed = getattr(opendp, "__version__", None) or _installed_version("opendp")
+    if installed != OPENDP_VERSION:
+        raise ImportError(f"dpbayes.release.statistic is tested with opendp=={OPENDP_VERSION}, found {installed}")
+    # OpenDP ships measurements whose privacy proofs have not completed its own vetting process
+    # behind the "contrib" flag; the geometric and Laplace measurements used here are among them
+    # (their proofs are published with the library). We rely on them, and say so in every
+    # docstring, rather than re-implementing a sampler that would have no proof at all.
+    dp.enable_features("contrib")
+    return dp
+
+
+def _installed_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+class PrivacyMapError(RuntimeError):
+    """OpenDP's privacy map of a measurement exceeds the eps it was built for."""
+
+
+def _noise_scale(eps: float) -> float:
+    """Noise scale ``1 / eps`` for a sensitivity-1 count (the one place a test may mutate)."""
+    return 1.0 / eps
+
+
+def opendp_measurement(kind: str, eps: float, n: int | None = None) -> Any:
+    """The OpenDP measurement of a count with noise of scale ``1/eps``, its privacy map checked.
+
+    Parameters
+    ----------
+    kind : {"geometric", "laplace"}
+        ``"geometric"``: ``dp.m.make_geometric`` on integers (two-sided geometric noise,
+        ``P(G = k) ∝ exp(-eps |k|)``), with ``bounds=(0, n)`` so that OpenDP samples in constant
+        time; ``"laplace"``: ``dp.m.make_laplace`` on non-NaN floats.
+    eps : float
+        Privacy parameter, ``> 0``.
+    n : int, optional
+        Number of records (required for ``"geometric"``), ``1 <= n <= MAX_N``. Up to
+        :data:`CONSTANT_TIME_MAX_N` the measurement is bounded to ``[0, n]`` (OpenDP's constant-time
+        sampler); above, it is unbounded and the caller clamps its output.
+
+    Returns
+    -------
+    opendp.mod.Measurement
+        A measurement whose privacy map, at input distance 1 (one record), is ``<= eps``.
+
+    Notes
+    -----
+    Privacy: OpenDP's map is the guarantee; the scale is nudged up by a few ulps when rounding
+    in ``1 / (1 / eps)`` would make the map exceed ``eps``, and :class:`PrivacyMapError` is raised
+    if the map still exceeds ``eps`` (a mis-calibrated scale never reaches the data). ``dp.enable_features("contrib")`` is
+    switched on (OpenDP's flag for measurements outside its vetted core).
+    """
+    kind = check_choice("kind", kind, ("geometric", "laplace"))
+    eps = check_positive("eps", eps)
+    if kind == "geometric":
+        if n is None:
+            raise ValueError(f"n must be given for the geometric measurement (an integer in [1, {MAX_N}])")
+        n = check_int("n", n, minimum=1, maximum=MAX_N)
+    scale = _noise_scale(eps)
+    for _ in range(8):
+        meas = _build_measurement(kind, scale, n)
+        spent = float(meas.map(1 if kind == "geometric" else 1.0))
+        if spent <= eps:
+            return meas
+        scale = float(np.nextafter(scale, np.inf))
+    raise PrivacyMapError(f"OpenDP's privacy map gives {spent!r} > eps = {eps!r} at noise scale {scale!r}")
+
+
+def _build_measurement(kind: str, scale: float, n: int | None) -> Any:
+    """The bare OpenDP measurement (no check against eps; :func:`opendp_measurement` does that)."""
+    dp = _opendp()
+    if kind == "geometric":
+        # 64-bit integers: count + noise cannot overflow for any n <= MAX_N and eps >= 1e-9
+        space = (dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"))
+        if n is not None and n <= CONSTANT_TIME_MAX_N:
+            return dp.m.make_geometric(*space, scale=scale, bounds=(0, n))
+        return dp.m.make_geometric(*space, scale=scale)
+    return dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=scale)
+
+
+# --------------------------------------------------------------------------------------------
+# The optimal release of a proportion (chapter 1)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProportionRelease:
+    """One release by :class:`OptimalProportionRelease`.
+
+    Attributes
+    ----------
+    estimate : float
+        Bayes estimate of the proportion ``theta`` (posterior mean for squared loss, posterior
+        median for absolute loss, restricted to the grid for a grid prior).
+    noisy_count : int
+        The released noisy count in ``{0..n}`` (the estimate is a function of it).
+    n : int
+        Number of records.
+    eps : float
+        Privacy parameter of the release.
+    eps_spent : float
+        OpenDP's privacy map at one record (``<= eps``).
+    loss : str
+        ``"squared"`` or ``"absolute"``.
+    bayes_risk : float
+        Exact Bayes risk of the whole procedure under the prior, ``E[loss(target, estimate)]``.
+    estimand : {"theta", "proportion"}
+        What the estimate targets: the population parameter ``theta`` or the data set's ``count / n``.
+    privacy_risk : float or None
+        The part of ``bayes_risk`` that privacy adds (squared loss, Beta prior): ``bayes_risk`` minus
+        the sampling risk ``E Var(theta | count)`` (theta) or all of it (proportion). ``None`` otherwise.
+    worst_risk : float or None
+        The largest mean squared error over data sets (squared loss, Beta prior): over ``theta`` in
+        ``[0, 1]`` (theta, located by optimisation) or over the counts (proportion). ``None`` otherwise.
+    """
+
+    estimate: float
+    noisy_count: int
+    n: int
+    eps: float
+    eps_spent: float
+    loss: str
+    bayes_risk: float
+    estimand: str = "theta"
+    privacy_risk: float | None = None
+    worst_risk: float | None = None
+
+
+class OptimalProportionRelease:
+    """The optimal eps-DP Bayes estimate of a proportion, released through OpenDP.
+
+    Model (UBaPP paper, Section 5.3, chapter 1): ``n`` records, each 1 with probability
+    ``theta``; the confidential statistic is their count ``c`` in ``{0..n}``; the prior on
+    ``theta`` is ``Beta(a, b)`` or a distribution on a grid. The release is
+
+    1. ``z = clamp(c + G, 0, n)`` with ``G`` OpenDP's two-sided geometric noise of scale ``1/eps``
+       (the truncated geometric mechanism, :func:`dpbayes.core.geometric.truncated_geometric_logmatrix`);
+    2. ``estimate = remap[z]``, the estimate of least posterior expected loss given ``z``
+       (chapter 1's exact solver, :func:`dpbayes.ubapp.optimal.ubapp_exact`).
+
+    Chapter 1 shows numerically (not by proof) that this equals the optimum of the UBaPP linear
+    program (11) for the binomial likelihood with squared or absolute loss: no eps-DP mechanism
+    has a smaller Bayes risk.
+
+    Everything except the noise is computed once here, without the ``(n + 1)^2`` law: ``O(n)`` time
+    and memory for the Beta prior and squared loss (:func:`dpbayes.ubapp.optimal.beta_posterior_mean_remap`),
+    ``O(n + sqrt(n) / eps)`` time and memory for absolute loss
+    (:func:`dpbayes.ubapp.median_remap.beta_posterior_median_remap`), ``O(n M)`` time and ``O(n + M)`` memory for a grid prior
+    of ``M`` points (:func:`dpbayes.ubapp.optimal.ubapp_exact`). Each :meth:`release` costs one OpenDP draw.
+
+    Parameters
+    ----------
+    n : int
+        Number of records (public), ``1 <= n <= MAX_N`` (``10**7``, a memory bound).
+    eps : float
+        Privacy parameter, a real number in ``[MIN_EPS, MAX_EPS] = [1e-9, 20]``.
+    loss : {"squared", "absolute"}
+        Loss of the Bayes remap and of ``bayes_risk``.
+    beta_prior : tuple of float, optional
+        ``(a, b)`` of the Beta prior (both ``> 0``); ``None`` (default) is ``(1, 1)``, uniform. With
+        ``theta_grid`` and no ``prior_weights``, this Beta is discretised on the grid; giving both
+        ``beta_prior`` and ``prior_weights`` is refused.
+    theta_grid : array_like, optional
+        Strictly increasing values in ``[0, 1]``: the prior lives on (and the estimate is chosen
+        from) this grid, as in the paper's LP. ``None``: continuous ``theta``.
+    prior_weights : array_like, optional
+        Prior probabilities on ``theta_grid`` (non-negative, summing to 1).
+    estimand : {"theta", "proportion"}
+        ``"theta"`` (default, chapter 1): the population parameter, estimated by ``E[theta | z]``.
+        ``"proportion"``: the data set's own ``count / n``, estimated by ``E[count | z] / n`` (squared loss
+        and a Beta prior only), which shrinks towards the prior mean far less: at ``n = 526``, ``eps = 1``
+        and a uniform prior the ``theta`` remap has a larger error about ``count / n`` than the plain
+        clamped geometric count for most counts (chapter 5).
+
+    Notes
+    -----
+    Privacy guarantee: eps-differential privacy for data sets of ``n`` records differing in one
+    record (the count moves by at most 1). Step 1 is OpenDP's geometric measurement, whose
+    privacy map at distance 1 is checked to be ``<= eps`` (:func:`opendp_measurement`); clamping and
+    the remap are post-processing. The exact privacy loss of the output law is ``eps``
+    (:meth:`output_law`; tested with :mod:`dpbayes.core.audit`). Uses ``dp.enable_features("contrib")``.
+    """
+
+    def __init__(
+        self,
+        n: int,
+        eps: float,
+        *,
+        loss: str = "squared",
+        beta_prior: tuple[float, float] | None = None,
+        theta_grid: ArrayLike | None = None,
+        prior_weights: ArrayLike | None = None,
+        estimand: str = "theta",
+    ) -> None:
+        self.n = check_int("n", n, minimum=1, maximum=MAX_N)
+        self.eps = _check_eps(eps)
+        self.loss = check_choice("loss", loss, LOSSES)
+        self.estimand = check_choice("estimand", estimand, ("theta", "proportion"))
+        if self.estimand == "proportion" and (self.loss != "squared" or theta_grid is not None):
+            raise ValueError("estimand='proportion' is available for squared loss and a Beta prior (no theta_grid)")
+        if beta_prior is not None and prior_weights is not None:
+            raise ValueError("give beta_prior or prior_weights, not both (prior_weights replaces the Beta prior)")
+        pair = (1.0, 1.0) if beta_prior is None else beta_prior
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise TypeError(f"beta_prior must be a pair (a, b) of numbers > 0, got {beta_prior!r}")
+        a = float(check_positive("beta_prior[0]", pair[0]))
+        b = float(check_positive("beta_prior[1]", pair[1]))
+        if self.estimand == "theta" and (a + b) / (a + b + self.n) > PRIOR_SHARE_MAX:
+            raise ValueError(
+                f"beta_prior is worth a + b = {a + b:g} records against n = {self.n}: the estimate would be more than "
+                f"{PRIOR_SHARE_MAX:.1%} prior and ignore the data (use a weaker prior)"
+            )
+        self._beta = (a, b) if theta_grid is None else None
+        self._risks: tuple[float, float] | None = None
+        if theta_grid is None:
+            if prior_weights is not None:
+                raise ValueError("prior_weights needs theta_grid (the grid the weights live on)")
+            self._init_beta(a, b)
+        else:
+            theta = check_grid("theta_grid", theta_grid, low=0.0, high=1.0)
+            if theta.size < 2:
+                raise ValueError("theta_grid must have at least 2 points (a one-point prior ignores the data)")
+            if prior_weights is None:
+                weights = beta_prior_on_grid(theta, a, b)
+            else:
+                if isinstance(prior_weights, (str, bytes)):
+                    raise TypeError(f"prior_weights must be an array of probabilities, got {prior_weights!r}")
+                try:
+                    weights = check_distribution("prior_weights", np.asarray(prior_weights, dtype=float), shape=theta.shape)
+                except (TypeError, ValueError) as exc:
+                    if str(exc).startswith("prior_weights"):
+                        raise
+                    raise TypeError(f"prior_weights must be an array of probabilities, got {prior_weights!r}") from exc
+            if float(np.max(weights)) >= 1.0 - 1e-15:
+                raise ValueError("prior_weights put all their mass on one point (a prior certain of theta ignores the data)")
+            sol = ubapp_exact(self.n, self.eps, theta_grid=theta, prior=weights, loss=self.loss)
+            self.estimates = theta[sol.info["remap"]]
+            self.bayes_risk = float(sol.risk)
+        # built last: a bad argument above fails before OpenDP is touched
+        self._measurement = opendp_measurement("geometric", self.eps, self.n)
+        self.eps_spent = float(self._measurement.map(1))
+
+    def _init_beta(self, a: float, b: float) -> None:
+        if self.estimand == "proportion":
+            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.eps, (a, b), "proportion")
+            shift = estimator_choice._geometric_count_posterior_mean(betabinom_logpmf(np.arange(self.n + 1.0), self.n, a, b), self.eps)
+            self.estimates = (np.arange(self.n + 1) + shift) / self.n
+            self.bayes_risk = estimator_choice.bayes_risk(bias, msd, (a, b), "proportion")
+            self._risks = (self.bayes_risk, float(np.max(msd)))
+            return
+        if self.loss == "squared":
+            self.estimates, self.bayes_risk, _ = beta_posterior_mean_remap(self.n, self.eps, a, b)
+        else:
+            # absolute loss, continuous theta: posterior median of the Beta mixture given z, and the
+            # exact risk sum_z sum_y P(z, y) E[|theta - m_z| | y] (theta | y ~ Beta(a + y, b + n - y))
+            self.estimates, self.bayes_risk = median_remap.beta_posterior_median_remap(self.n, self.eps, a, b)
+
+    def _init_beta_dense(self, a: float, b: float) -> None:
+        """The ``O(n^2)`` reference of :meth:`_init_beta` (tests compare with it; ``n <= OUTPUT_LAW_MAX_N``)."""
+        if self.n > OUTPUT_LAW_MAX_N:
+            raise ValueError(f"the dense reference needs n <= {OUTPUT_LAW_MAX_N}, got {self.n}")
+        if self.loss == "squared":
+            from dpbayes.ubapp.optimal import ubapp_exact_dense
+
+            sol = ubapp_exact_dense(self.n, self.eps, beta_prior=(a, b))
+            self.estimates = np.asarray(sol.estimates, dtype=float)
+            self.bayes_risk = float(sol.risk)
+            return
+        y = np.arange(self.n + 1, dtype=float)
+        joint = np.exp(truncated_geometric_logmatrix(self.n, self.eps)) * stats.betabinom.pmf(y, self.n, a, b)[None, :]
+        alpha, beta = a + y, b + self.n - y
+        est = np.empty(self.n + 1)
+        risk = 0.0
+        for z in range(self.n + 1):
+            w = joint[z] / joint[z].sum()
+            est[z] = median_remap.beta_mixture_median(w, alpha, beta)
+            risk += float(joint[z] @ median_remap.beta_abs_deviation(alpha, beta, est[z]))
+        self.estimates = est
+        self.bayes_risk = risk
+
+    def output_law(self) -> NDArray[np.float64]:
+        """Exact law of the released noisy count: ``M[c, z] = P(z | count c)``, shape ``(n + 1, n + 1)``.
+
+        Rows are inputs (as :func:`dpbayes.core.audit.exact_privacy_loss` expects); the estimate is
+        ``estimates[z]``, so this is the law of the whole release. A dense matrix, for small
+        releases only (the privacy audit's exact loss): ``n <= OUTPUT_LAW_MAX_N`` (5000, 200 MB).
+        """
+        if self.n > OUTPUT_LAW_MAX_N:
+            raise ValueError(
+                f"output_law() is a dense (n + 1) x (n + 1) matrix, available for n <= {OUTPUT_LAW_MAX_N}, got n = {self.n}"
+            )
+        return np.exp(truncated_geometric_logmatrix(self.n, self.eps)).T
+
+    def release(self, count: int) -> ProportionRelease:
+        """Release the proportion for a confidential ``count`` in ``[0, n]`` (one OpenDP draw).
+
+        Each call spends ``eps`` (see the class notes on composition).
+        """
+        count = _check_count(count, self.n)
+        # Up to CONSTANT_TIME_MAX_N OpenDP's bounded sampler already returns values in [0, n]; above,
+        # the unbounded draw is clamped here. Clamping is post-processing, and clamped two-sided
+        # geometric noise is the truncated geometric law (output_law) whatever the sampler does at the bounds.
+        z = int(min(max(int(self._measurement(count)), 0), self.n))
+        privacy_risk, worst_risk = self.risks() if self._beta is not None and self.loss == "squared" else (None, None)
+        return ProportionRelease(
+            estimate=float(self.estimates[z]), noisy_count=z, n=self.n, eps=self.eps, eps_spent=self.eps_spent,
+            loss=self.loss, bayes_risk=self.bayes_risk, estimand=self.estimand, privacy_risk=privacy_risk,
+            worst_risk=worst_risk,
+        )
+
+    def risks(self) -> tuple[float, float]:
+        """``(privacy_risk, worst_risk)`` of squared loss with a Beta prior (see :class:`ProportionRelease`).
+
+        Computed exactly on first use in ``O(n)`` (:mod:`dpbayes.choosing.candidates`; the theta worst case adds
+        201 binomial windows and a bounded Brent search) and kept; they depend on ``n``, ``eps`` and the
+        prior only, never on a count.
+        """
+        if self._beta is None or self.loss != "squared":
+            raise ValueError("privacy and worst-case risks are computed for squared loss and a Beta prior (no theta_grid)")
+        if self._risks is None:
+            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.eps, self._beta, self.estimand)
+            if self.estimand == "proportion":
+                self._risks = (self.bayes_risk, float(np.max(msd)))
+            else:
+                sampling = estimator_choice.sampling_risk(self.n, self._beta, "theta")
+                self._risks = (self.bayes_risk - sampling, estimator_choice.worst_theta_risk(bias, msd)[1])
+        return self._risks
+
+
+def release_proportion(
+    count: int,
+    n: int,
+    eps: float,
+    *,
+    loss: str = "squared",
+    beta_prior: tuple[float, float] | None = None,
+    theta_grid: ArrayLike | None = None,
+    prior_weights: ArrayLike | None = None,
+    estimand: str = "theta",
+) -> ProportionRelease:
+    """Release ``count / n`` once with the optimal eps-DP Bayes mechanism (chapter 1).
+
+    Shorthand for ``OptimalProportionRelease(n, eps, ...).release(count)``; see that class for
+    the parameters, the model and the optimality claim (UBaPP paper, LP (11); chapter 1).
+
+    Parameters
+    ----------
+    count : int
+        The confidential count, ``0 <= count <= n``.
+    n, eps, loss, beta_prior, theta_grid, prior_weights, estimand
+        As in :class:`OptimalProportionRelease`.
+
+    Returns
+    -------
+    ProportionRelease
+        The estimate, the released noisy count, ``eps`` and the exact Bayes risk.
+
+    Notes
+    -----
+    Privacy guarantee: eps-DP with respect to one record of the ``n`` (OpenDP geometric noise on
+    the count, then post-processing). Uses ``dp.enable_features("contrib")``. Every call spends
+    ``eps`` again.
+    """
+    n = check_int("n", n, minimum=1, maximum=MAX_N)
+    _check_count(count, n)
+    return OptimalProportionRelease(
+        n, eps, loss=loss, beta_prior=beta_prior, theta_grid=theta_grid, prior_weights=prior_weights, estimand=estimand
+    ).release(count)
+
+
+# --------------------------------------------------------------------------------------------
+# Laplace noise on a count, then Bayes (chapter 4)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CountRelease:
+    """One release by :class:`LaplaceCountRelease`.
+
+    Attributes
+    ----------
+    estimate : float
+        Posterior mean or median of the count given the noisy count.
+    noisy_count : float
+        The released Laplace-noised count (a float, not clamped).
+    n : int
+        Number of records.
+    eps : float
+        Privacy parameter of the release.
+    eps_spent : float
+        OpenDP's privacy map at one record (``<= eps``).
+    estimator : str
+        ``"mean"`` or ``"median"``.
+    mean_abs_error : float
+        Exact ``E|C - estimate|`` under the ``Binomial(n, p)`` prior (Naldi & D'Acquisto eq. (12),
+        :func:`dpbayes.counting.metrics.mean_abs_error`): the Bayes risk in absolute loss.
+    estimand : str
+        ``"count"``.
+    loss : str
+        ``"absolute"``: the loss of ``bayes_risk`` and ``worst_risk``.
+    bayes_risk : float
+        The same number as ``mean_abs_error``. All of it is added by privacy (without noise the count
+        is known exactly), so it is also the privacy-added risk.
+    worst_risk : float or None
+        Exact largest ``E[|C - estimate| | C = c]`` over the true counts ``c`` (the known ``p`` pulls the
+        estimate towards ``n p``, so it is attained at ``c = 0`` or ``n``); ``None`` above
+        :data:`dpbayes.choosing.candidates.LAPLACE_ABS_MAX_N`.
+    """
+
+    estimate: float
+    noisy_count: float
+    n: int
+    eps: float
+    eps_spent: float
+    estimator: str
+    mean_abs_error: float
+    estimand: str = "count"
+    loss: str = "absolute"
+    worst_risk: float | None = None
+
+    @property
+    def bayes_risk(self) -> float:
+        """The Bayes risk in absolute loss (``mean_abs_error``), all of it added by privacy."""
+        return self.mean_abs_error
+
+
+class LaplaceCountRelease:
+    """A count released with OpenDP's Laplace measurement, then the Bayes estimate (chapter 4).
+
+    Model (Naldi & D'Acquisto, eqs. (1), (8)): the count ``C`` of ``n`` records is
+    ``Binomial(n, p)`` a priori; the release is ``y = C + Laplace(1/eps)`` drawn by OpenDP and the
+    estimate is the posterior mean (eq. (11), :func:`dpbayes.counting.model.bayes_estimate`) or median
+    (:func:`dpbayes.counting.model.posterior_median`, the Bayes estimate for absolute error).
+
+    Parameters
+    ----------
+    n : int
+        Number of records (public), ``1 <= n <= 10**7`` (:data:`dpbayes.counting.model.MAX_N`).
+    eps : float
+        Privacy parameter, ``> 0``.
+    p : float
+        Prior probability that a record counts, in ``(0, 1)``. It must be known from outside the data:
+        a guessed ``p`` far from the truth makes the estimate worse than the noisy count itself (chapter
+        4, "wrong prior"). Without a trusted ``p`` use :class:`GeometricCountRelease`, prior-free or with a
+        Beta prior on ``p``.
+    estimator : {"mean", "median"}
+        Posterior summary reported as the estimate.
+
+    Notes
+    -----
+    Privacy guarantee: eps-differential privacy for data sets differing in one record (the count
+    moves by at most 1): OpenDP's Laplace measurement on floats, privacy map at distance 1 checked
+    ``<= eps``; the estimate is post-processing. Uses ``dp.enable_features("contrib")``. For a count
+    geometric noise followed by the same posterior summary (:class:`GeometricCountRelease`) is at least
+    as accurate on average over the prior (chapters 4 and 5 measure by how much).
+    """
+
+    def __init__(self, n: int, eps: float, *, p: float, estimator: str = "mean") -> None:
+        self.n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
+        self.eps = _check_eps(eps)
+        self.p = _check_open_probability("p", p)
+        self.estimator = check_choice("estimator", estimator, LAPLACE_ESTIMATORS)
+        self._measurement = opendp_measurement("laplace", self.eps)
+        self.eps_spent = float(self._measurement.map(1.0))
+        self._mae: float | None = None
+        self._worst: tuple[float | None] | None = None
+
+    @property
+    def worst_risk(self) -> float | None:
+        """Exact largest ``E[|C - estimate| | C = c]`` over the counts ``c = 0..n`` (computed on first use,
+        :func:`dpbayes.choosing.candidates.candidate_abs_risk`); ``None`` for ``n`` above
+        :data:`dpbayes.choosing.candidates.LAPLACE_ABS_MAX_N`."""
+        if self._worst is None:
+            if self.n > estimator_choice.LAPLACE_ABS_MAX_N:
+                self._worst = (None,)
+            else:
+                name = "laplace-bayes" if self.estimator == "mean" else "laplace-median"
+                per_count = estimator_choice.candidate_abs_risk(
+                    name, self.n, self.eps, estimator_choice.CountPrior.binomial(self.p)) * self.n
+                self._worst = (float(np.max(per_count)),)
+        return self._worst[0]
+
+    @property
+    def bayes_risk(self) -> float:
+        """The Bayes risk in absolute loss: :attr:`mean_abs_error`."""
+        return self.mean_abs_error
+
+    @property
+    def mean_abs_error(self) -> float:
+        """Exact ``E|C - estimate|`` (computed on first use, over the prior's effective support:
+        ``O(sqrt(n p (1 - p)) + log(n) / eps)``, :func:`dpbayes.counting.metrics.mean_abs_error`)."""
+        if self._mae is None:
+            self._mae = counting_metrics.mean_abs_error(self.estimator, self.n, self.p, self.eps)
+        return self._mae
+
+    def release(self, count: int) -> CountRelease:
+        """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``eps``)."""
+        count = _check_count(count, self.n)
+        y = float(self._measurement(float(count)))
+        # the posterior's cumulative sums over the counts that carry it given y: O(sqrt(n) + 1/eps)
+        post = counting._Posterior.build(self.n, self.p, self.eps, around=y)
+        estimate = post.mean(np.asarray(y)) if self.estimator == "mean" else post.median(np.asarray(y))
+        return CountRelease(
+            estimate=float(estimate), noisy_count=y, n=self.n, eps=self.eps,
+            eps_spent=self.eps_spent, estimator=self.estimator, mean_abs_error=self.mean_abs_error,
+            worst_risk=self.worst_risk,
+        )
+
+
+def release_count_laplace(count: int, n: int, eps: float, *, p: float, estimator: str = "mean") -> CountRelease:
+    """Release a count once with OpenDP's Laplace noise and report its Bayes estimate (chapter 4).
+
+    Shorthand for ``LaplaceCountRelease(n, eps, p=p, estimator=estimator).release(count)``.
+
+    Parameters
+    ----------
+    count : int
+        The confidential count, ``0 <= count <= n``.
+    n, eps, p, estimator
+        As in :class:`LaplaceCountRelease`.
+
+    Returns
+    -------
+    CountRelease
+
+    Notes
+    -----
+    Privacy guarantee: eps-DP with respect to one record (Laplace noise of scale ``1/eps`` on a
+    sensitivity-1 count, drawn by OpenDP; the estimate is post-processing). Uses
+    ``dp.enable_features("contrib")``.
+    """
+    n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
+    _check_count(count, n)
+    return LaplaceCountRelease(n, eps, p=p, estimator=estimator).release(count)
+
+
+# --------------------------------------------------------------------------------------------
+# Geometric noise on a count: prior-free, or with a prior on p (chapter 5)
+# --------------------------------------------------------------------------------------------
+
+#: Estimators of :class:`GeometricCountRelease`: the noisy count itself, or the posterior mean or median.
+COUNT_ESTIMATORS = ("none", "mean", "median")
+#: Largest ``n`` for which the posterior median's risks are computed (a dense ``(n + 1)^2`` law, 32 MB).
+MEDIAN_RISK_MAX_N = 2000
+
+
+@dataclass(frozen=True)
+class GeometricCountReleaseResult:
+    """One release by :class:`GeometricCountRelease` (estimand: the data set's count).
+
+    Attributes
+    ----------
+    estimate : float
+        The released count (``estimator="none"``) or its posterior mean / median given it.
+    noisy_count : int
+        OpenDP's geometric-noised count, clamped to ``{0..n}``.
+    interval : tuple of int
+        ``(noisy_count - k, noisy_count + k)`` clipped to ``[0, n]``: covers the true count with
+        probability at least ``level`` at every count, whatever the prior (prior-free).
+    level : float
+        The interval's guaranteed coverage.
+    n, eps, eps_spent, estimator
+        As the mechanism's.
+    loss : {"squared", "absolute"}
+        Loss of the risks: squared for ``"none"`` and ``"mean"``, absolute for ``"median"``.
+    bayes_risk : float or None
+        Exact risk averaged over the prior (``None`` without a prior, or for the median above
+        :data:`MEDIAN_RISK_MAX_N`). All of it is added by privacy: the count is known without noise.
+    worst_risk : float or None
+        Exact largest risk over the true counts (``None`` for the median above :data:`MEDIAN_RISK_MAX_N`).
+    estimand : str
+        ``"count"``.
+    """
+
+    estimate: float
+    noisy_count: int
+    interval: tuple[int, int]
+    level: float
+    n: int
+    eps: float
+    eps_spent: float
+    estimator: str
+    loss: str
+    bayes_risk: float | None
+    worst_risk: float | None
+    estimand: str = "count"
+
+
+class GeometricCountRelease:
+    """A count released with OpenDP's geometric noise, clamped to ``{0..n}``, then optionally a Bayes estimate.
+
+    The mechanism is the truncated geometric mechanism (Ghosh, Roughgarden & Sundararajan 2009), the
+    one whose Bayes post-processing reaches the optimum of the linear program over all eps-DP
+    estimators (chapters 1, 2 and 4 certify it; chapter 5 compares the candidates).
+
+    Parameters
+    ----------
+    n : int
+        Number of records (public), ``1 <= n <= MAX_N``.
+    eps : float
+        Privacy parameter in ``[MIN_EPS, MAX_EPS]``.
+    estimator : {"none", "mean", "median"}
+        ``"none"``: the clamped noisy count itself (prior-free; chapter 5 shows where it is within a few
+        per cent of the optimum). ``"mean"`` / ``"median"``: the posterior mean / median of the count
+        (the Bayes estimates for squared / absolute error).
+    prior : (a, b) or float, optional
+        Needed by ``"mean"`` and ``"median"``; allowed with ``"none"`` (it then only sets ``bayes_risk``).
+        A pair ``(a, b)``: ``p ~ Beta(a, b)`` and the count Beta-binomial (``(1, 1)``: flat, every count
+        equally likely; ``(0.5, 0.5)``: Jeffreys) -- the choice for an unknown ``p``. A float ``p`` in
+        ``(0, 1)``: the count is ``Binomial(n, p)`` with ``p`` known from outside the data.
+    level : float
+        Coverage of the prior-free interval, in ``(0, 1)``.
+
+    Notes
+    -----
+    Privacy guarantee: eps-DP for data sets of ``n`` records differing in one record (replace one;
+    ``n`` public): OpenDP's geometric measurement, privacy map at distance 1 checked ``<= eps``;
+    clamping, the estimate and the interval are post-processing. Uses ``dp.enable_features("contrib")``.
+    """
+
+    n: int
+    eps: float
+    estimator: str
+    level: float
+    half_width: int
+    eps_spent: float
+    _measurement: Any
+
+    def __init__(self, n: int, eps: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9) -> None:
+        self.n = check_int("n", n, minimum=1, maximum=MAX_N)
+        self.eps = _check_eps(eps)
+        self.estimator = check_choice("estimator", estimator, COUNT_ESTIMATORS)
+        if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real) or not 0.0 < float(level) < 1.0:
+            raise ValueError(f"level must lie in (0, 1), got {level!r}")
+        self.level = float(level)
+        if prior is None:
+            if self.estimator != "none":
+                raise ValueError(f"estimator={self.estimator!r} needs a prior: (a, b) for p ~ Beta(a, b) (unknown p; (1, 1) is flat) or p")
+            self.prior: estimator_choice.CountPrior | None = None
+        elif isinstance(prior, tuple):
+            if len(prior) != 2:
+                raise TypeError(f"prior must be a pair (a, b) of numbers > 0 or a probability p, got {prior!r}")
+            self.prior = estimator_choice.CountPrior.beta(check_positive("prior[0]", prior[0]), check_positive("prior[1]", prior[1]))
+        elif isinstance(prior, numbers.Real) and not isinstance(prior, (bool, np.bool_)):
+            self.prior = estimator_choice.CountPrior.binomial(float(prior))
+        else:
+            raise TypeError(f"prior must be a pair (a, b) of numbers > 0 or a probability p, got {prior!r}")
+        self.half_width, coverage = estimator_choice.prior_free_interval(self.n, self.eps, self.level)
+        del coverage
+        self._measurement = opendp_measurement("geometric", self.eps, self.n)
+        self.eps_spent = float(self._measurement.map(1))
+        self._risks: tuple[float | None, float | None] | None = None
+
+    @property
+    def loss(self) -> str:
+        return "absolute" if self.estimator == "median" else "squared"
+
+    def _log_posterior(self, z: int) -> NDArray[np.float64]:
+        assert self.prior is not None
+        c = np.arange(self.n + 1)
+        lp = self.prior.log_weights(self.n) - self.eps * np.abs(c - z)
+        return lp - special.logsumexp(lp)
+
+    def estimate_of(self, z: int) -> float:
+        """The estimate for a released noisy count ``z`` (post-processing: public input only)."""
+        z = check_int("z", z, minimum=0, maximum=self.n)
+        if self.estimator == "none":
+            return float(z)
+        # given z the truncated geometric likelihood is proportional to a^|z - c| (its row factor does not depend on c)
+        post = np.exp(self._log_posterior(z))
+        if self.estimator == "mean":
+            return float(post @ np.arange(self.n + 1))
+        return float(np.searchsorted(np.cumsum(post), 0.5 - 1e-12))
+
+    def risks(self) -> tuple[float | None, float | None]:
+        """``(bayes_risk, worst_risk)`` in the mechanism's loss, on the count scale (see the result's fields)."""
+        if self._risks is None:
+            n = self.n
+            if self.estimator in ("none", "mean"):
+                pr = self.prior if self.prior is not None else estimator_choice.CountPrior.beta(1.0, 1.0)
+                name = "geometric" if self.estimator == "none" else "geometric-bayes"
+                bias, msd = estimator_choice.candidate_moments(name, n, self.eps, pr, "proportion")
+                bayes = None if self.prior is None else estimator_choice.bayes_risk(bias, msd, self.prior, "proportion") * n**2
+                self._risks = (bayes, float(np.max(msd)) * n**2)
+            elif n <= MEDIAN_RISK_MAX_N:
+                law = np.exp(truncated_geometric_logmatrix(n, self.eps))  # law[z, c]
+                med = np.array([self.estimate_of(z) for z in range(n + 1)])
+                loss = np.abs(med[:, None] - np.arange(n + 1)[None, :])
+                per_count = (law * loss).sum(axis=0)
+                assert self.prior is not None
+                self._risks = (float(self.prior.weights(n) @ per_count), float(np.max(per_count)))
+            else:
+                self._risks = (None, None)
+        return self._risks
+
+    def release(self, count: int) -> GeometricCountReleaseResult:
+        """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``eps``)."""
+        count = _check_count(count, self.n)
+        z = int(min(max(int(self._measurement(count)), 0), self.n))
+        bayes, worst = self.risks()
+        k = self.half_width
+        return GeometricCountReleaseResult(
+            estimate=self.estimate_of(z), noisy_count=z, interval=(max(z - k, 0), min(z + k, self.n)), level=self.level,
+            n=self.n, eps=self.eps, eps_spent=self.eps_spent, estimator=self.estimator, loss=self.loss,
+            bayes_risk=bayes, worst_risk=worst,
+        )
+
+
+def release_count_geometric(
+    count: int, n: int, eps: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9,
+) -> GeometricCountReleaseResult:
+    """Release a count once with OpenDP's clamped geometric noise (chapter 5).
+
+    Shorthand for ``GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level).release(count)``.
+
+    Notes
+    -----
+    Privacy guarantee: eps-DP with respect to one record replaced (``n`` public); everything after the
+    noise is post-processing. Uses ``dp.enable_features("contrib")``. Every call spends ``eps`` again.
+    """
+    n = check_int("n", n, minimum=1, maximum=MAX_N)
+    _check_count(count, n)
+    return GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level).release(count)

@@ -1,0 +1,441 @@
+"""dpbayes.release.statistic: OpenDP-based releases, their exact law, their privacy audit and a mutant.
+
+OpenDP draws from the operating system's randomness and cannot be seeded, so the tests on its
+samples are statistical, each with a stated false-alarm rate (the probability that a correct
+release fails the test): 1e-4 for every chi-square / Kolmogorov-Smirnov test and for every
+audit (a lower confidence bound at confidence 1 - 1e-4 exceeds the true eps with probability
+at most 1e-4). Everything exact (laws, risks, privacy loss of the output law) is tested exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+pytest.importorskip("opendp")
+
+from dpbayes.core import audit
+from dpbayes.counting import model as counting
+from dpbayes.counting import metrics as counting_metrics
+from dpbayes.counting import risk as counting_risk
+from dpbayes.choosing import candidates as estimator_choice
+from dpbayes.ubapp import median_remap, optimal as ubapp
+from dpbayes.release import statistic as release  # noqa: E402
+from dpbayes.ubapp.lbapp import lbapp_mse  # noqa: E402
+
+ALPHA = 1e-4  # false-alarm rate of each statistical test below
+CONFIDENCE = 1.0 - ALPHA
+N_SMALL, EPS = 4, 1.0  # small n keeps each OpenDP draw cheap (its bounded sampler costs O(n))
+N_AUDIT = 50_000  # draws per input: 1e5 draws of the optimal release in all
+
+
+def recording(sampler):
+    """A black-box sampler ``f(x, rng, size)`` for dpbayes.core.audit that also keeps what it drew.
+
+    ``rng`` is unused: OpenDP has its own randomness (which is the point of the module).
+    """
+    drawn: dict = {}
+
+    def mechanism(x, rng, size):
+        out = np.array([sampler(x) for _ in range(size)])
+        drawn[x] = np.concatenate([drawn.get(x, out[:0]), out])
+        return out
+
+    return mechanism, drawn
+
+
+def chi_square_pvalue(samples: dict[int, np.ndarray], law: np.ndarray) -> float:
+    """Pooled chi-square goodness of fit of integer samples per input against rows of ``law``."""
+    stat, df = 0.0, 0
+    for x, s in samples.items():
+        observed = np.bincount(s, minlength=law.shape[1])
+        expected = law[x] * s.size
+        assert observed.size == law.shape[1], "an output outside {0..n}"
+        assert np.all(expected >= 5), "cells too small for the chi-square approximation"
+        stat += float(np.sum((observed - expected) ** 2 / expected))
+        df += law.shape[1] - 1
+    return float(stats.chi2.sf(stat, df))
+
+
+# ------------------------------------------------------------------ optimal proportion release
+
+
+@pytest.fixture(scope="module")
+def optimal_audit():
+    """The black-box audit of the optimal release on counts 0 ~ 1, and the draws it made."""
+    mech = release.OptimalProportionRelease(N_SMALL, EPS)
+    sampler, drawn = recording(lambda c: mech.release(c).noisy_count)
+    result = audit.statistical_lower_bound(sampler, 0, 1, np.random.default_rng(0), n_samples=N_AUDIT, confidence=CONFIDENCE)
+    return mech, result, drawn
+
+
+def test_opendp_release_law_matches_the_exact_truncated_geometric_law(optimal_audit):
+    mech, _, drawn = optimal_audit
+    assert sum(s.size for s in drawn.values()) >= 100_000
+    assert chi_square_pvalue(drawn, mech.output_law()) > ALPHA
+
+
+def test_black_box_audit_of_the_optimal_release_passes(optimal_audit):
+    _, result, _ = optimal_audit
+    assert result.eps_lower <= EPS, result
+
+
+def test_exact_privacy_loss_of_the_output_law_is_eps():
+    for n, eps in [(1, 0.1), (4, 1.0), (100, 0.1), (100, 1.0)]:
+        mech = release.OptimalProportionRelease(n, eps)
+        assert audit.exact_privacy_loss(mech.output_law()).eps == pytest.approx(eps, rel=1e-12)
+        assert mech.eps_spent <= eps
+
+
+def test_mutant_with_halved_noise_scale_fails_the_audit(monkeypatch):
+    """A release whose noise scale is halved (true eps = 2 EPS) is caught by the black-box audit."""
+    monkeypatch.setattr(release, "opendp_measurement", lambda kind, eps, n=None: release._build_measurement(kind, 0.5 / eps, n))
+    mutant = release.OptimalProportionRelease(N_SMALL, EPS)
+    sampler, _ = recording(lambda c: mutant.release(c).noisy_count)
+    result = audit.statistical_lower_bound(sampler, 0, 1, np.random.default_rng(1), n_samples=20_000, confidence=CONFIDENCE)
+    assert result.eps_lower > EPS, result
+
+
+def test_halved_scale_is_refused_by_the_opendp_privacy_map(monkeypatch):
+    """The library's own first line of defence: the scale is checked against OpenDP's map."""
+    monkeypatch.setattr(release, "_noise_scale", lambda eps: 0.5 / eps)
+    with pytest.raises(release.PrivacyMapError, match="eps = 1.0"):
+        release.OptimalProportionRelease(N_SMALL, EPS)
+    with pytest.raises(release.PrivacyMapError):
+        release.LaplaceCountRelease(N_SMALL, EPS, p=0.5)
+
+
+def test_estimate_is_the_chapter1_remap_of_the_released_count():
+    mech = release.OptimalProportionRelease(100, 1.0)
+    sol = ubapp.ubapp_exact(100, 1.0)
+    np.testing.assert_allclose(mech.estimates, sol.estimates, rtol=0, atol=0)
+    assert mech.bayes_risk == sol.risk
+    for count in (0, 37, 100):
+        r = mech.release(count)
+        assert 0 <= r.noisy_count <= 100 and r.estimate == sol.estimates[r.noisy_count]
+        assert (r.n, r.eps, r.loss) == (100, 1.0, "squared")
+
+
+def test_optimal_release_beats_the_laplace_baselines_exactly():
+    """Chapter 1, K = 100: UBaPP 1.806e-3 vs LBaPP 1.826e-3 at eps = 1; plain Laplace count is worse still."""
+    for eps in (0.1, 1.0):
+        risk = release.OptimalProportionRelease(100, eps).bayes_risk
+        plain = 1.0 / 600.0 + 2.0 / (100 * eps) ** 2  # E[theta(1-theta)]/n + Var(Laplace)/n^2, uniform prior
+        assert risk < lbapp_mse(100, eps) < plain
+    assert release.OptimalProportionRelease(100, 1.0).bayes_risk == pytest.approx(1.806e-3, abs=1e-6)
+
+
+def test_absolute_loss_beta_prior_matches_a_fine_grid():
+    """The continuous Beta posterior-median remap against chapter 1's exact solver on a grid."""
+    cont = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0))
+    grid = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0), theta_grid=np.linspace(0, 1, 4001))
+    assert cont.bayes_risk == pytest.approx(grid.bayes_risk, rel=1e-4)
+    np.testing.assert_allclose(cont.estimates, grid.estimates, atol=5e-4)
+    # the median is the Bayes remap: moving any estimate raises the exact risk
+    worse = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0))
+    worse.estimates = cont.estimates + 0.01
+    y = np.arange(31)
+    joint = cont.output_law().T * stats.betabinom.pmf(y, 30, 2.0, 5.0)[None, :]
+    risk = sum(float(joint[z] @ median_remap.beta_abs_deviation(2.0 + y, 35.0 - y, worse.estimates[z])) for z in range(31))
+    assert risk > cont.bayes_risk
+
+
+def test_grid_prior_weights_are_used():
+    theta = np.array([0.1, 0.5, 0.9])
+    peaked = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[0.01, 0.98, 0.01])
+    flat = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[1 / 3, 1 / 3, 1 / 3])
+    assert np.all(peaked.estimates == 0.5) and not np.all(flat.estimates == 0.5)
+    assert 0 < peaked.bayes_risk < flat.bayes_risk
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"count": 11, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
+        ({"count": -1, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
+        ({"count": 1, "n": 10, "eps": 0.0}, r"eps must lie in \[1e-09, 20\]"),
+        ({"count": 1, "n": 0, "eps": 1.0}, r"n must be an integer in \[1, 10000000\]"),
+        ({"count": 1, "n": 10, "eps": 1.0, "loss": "huber"}, r"loss must be one of 'squared', 'absolute'"),
+        ({"count": 1, "n": 10, "eps": 1.0, "beta_prior": (0.0, 1.0)}, r"beta_prior\[0\] must be > 0"),
+        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [0.5, 0.6]}, r"prior_weights must be >= 0 and sum to 1"),
+        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [1.5, -0.5]}, r"prior_weights must be >= 0"),
+        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 1.8]}, r"theta_grid must lie in \[0.0, 1.0\]"),
+        ({"count": 1, "n": 10, "eps": 1.0, "prior_weights": [1.0]}, r"prior_weights needs theta_grid"),
+    ],
+)
+def test_release_proportion_rejects_bad_input_before_any_draw(monkeypatch, kwargs, message):
+    def no_opendp(*args, **kw):
+        raise AssertionError("OpenDP was reached before the input was validated")
+
+    monkeypatch.setattr(release, "_build_measurement", no_opendp)
+    with pytest.raises((ValueError, TypeError), match=message):
+        release.release_proportion(**kwargs)
+
+
+# ------------------------------------------------------------------ Laplace count + Bayes (chapter 4)
+
+
+@pytest.fixture(scope="module")
+def laplace_audit():
+    mech = release.LaplaceCountRelease(N_SMALL, EPS, p=0.5)
+    sampler, drawn = recording(lambda c: mech.release(c).noisy_count)
+    result = audit.statistical_lower_bound(sampler, 0, 1, np.random.default_rng(2), n_samples=20_000, confidence=CONFIDENCE)
+    return mech, result, drawn
+
+
+def test_opendp_laplace_noise_has_the_laplace_law(laplace_audit):
+    _, _, drawn = laplace_audit
+    noise = np.concatenate([s - c for c, s in drawn.items()])
+    assert noise.size >= 40_000
+    assert stats.kstest(noise, stats.laplace(scale=1.0 / EPS).cdf).pvalue > ALPHA
+
+
+def test_black_box_audit_of_the_laplace_release_passes(laplace_audit):
+    _, result, _ = laplace_audit
+    assert result.eps_lower <= EPS, result
+
+
+def test_laplace_release_reports_the_chapter4_bayes_estimate():
+    for estimator, f in (("mean", counting.bayes_estimate), ("median", counting.posterior_median)):
+        mech = release.LaplaceCountRelease(100, 0.1, p=0.3, estimator=estimator)
+        r = mech.release(30)
+        assert r.estimate == f(r.noisy_count, 100, 0.3, 0.1) and r.eps_spent <= 0.1
+        assert r.mean_abs_error == counting_metrics.mean_abs_error(estimator, 100, 0.3, 0.1)
+    # chapter 4: 3.397 (mean) and 3.388 (median) at n = 100, p = 0.3, eps = 0.1
+    assert release.LaplaceCountRelease(100, 0.1, p=0.3).mean_abs_error == pytest.approx(3.397, abs=5e-4)
+
+
+def test_laplace_release_reports_its_worst_risk_over_the_counts():
+    n, p, eps = 40, 0.3, 1.0
+    for estimator in ("mean", "median"):
+        mech = release.LaplaceCountRelease(n, eps, p=p, estimator=estimator)
+        r = mech.release(12)
+        assert r.estimand == "count" and r.loss == "absolute" and r.bayes_risk == r.mean_abs_error
+        # independent route: the risk at each fixed count by chapter 4's integrator (counting_risk)
+        per_count = counting_risk.fixed_count_risk(np.arange(n + 1), estimator, n, p, eps, "abs")
+        assert r.worst_risk == pytest.approx(float(per_count.max()), rel=1e-9)
+        # the known p pulls towards n p: the worst count is an end point, and far above the average
+        assert int(np.argmax(per_count)) in (0, n) and r.worst_risk > 5 * r.bayes_risk
+        assert stats.binom.pmf(np.arange(n + 1), n, p) @ per_count == pytest.approx(r.bayes_risk, rel=1e-9)
+    assert release.LaplaceCountRelease(estimator_choice.LAPLACE_ABS_MAX_N + 1, eps, p=p).worst_risk is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"count": 5, "n": 4, "eps": 1.0, "p": 0.5}, r"count must be an integer in \[0, 4\]"),
+        ({"count": 1, "n": 4, "eps": -1.0, "p": 0.5}, r"eps must lie in \[1e-09, 20\]"),
+        ({"count": 1, "n": 4, "eps": 1.0, "p": 1.5}, r"p must lie in \(0, 1\)"),
+        ({"count": 1, "n": 4, "eps": 1.0, "p": 0.5, "estimator": "mode"}, r"estimator must be one of 'mean', 'median'"),
+    ],
+)
+def test_release_count_laplace_rejects_bad_input_before_any_draw(monkeypatch, kwargs, message):
+    monkeypatch.setattr(release, "_build_measurement", lambda *a, **k: pytest.fail("OpenDP reached before validation"))
+    with pytest.raises((ValueError, TypeError), match=message):
+        release.release_count_laplace(**kwargs)
+
+
+def test_opendp_version_is_the_pinned_one():
+    import importlib.metadata
+
+    assert importlib.metadata.version("opendp") == release.OPENDP_VERSION
+    requirements = Path(__file__).resolve().parents[2] / "requirements.txt"
+    pinned = [line for line in requirements.read_text().splitlines(keepends=True) if line.lower().startswith("opendp==")]
+    assert pinned == [f"opendp=={release.OPENDP_VERSION}\n"]
+
+
+# ------------------------------------------------------------------ O(n) construction vs the dense reference
+
+
+def _dense_twin(mech: release.OptimalProportionRelease, ab: tuple[float, float]) -> release.OptimalProportionRelease:
+    ref = release.OptimalProportionRelease.__new__(release.OptimalProportionRelease)
+    ref.n, ref.eps, ref.loss = mech.n, mech.eps, mech.loss
+    ref._init_beta_dense(*ab)
+    return ref
+
+
+@pytest.mark.parametrize("loss", ["squared", "absolute"])
+@pytest.mark.parametrize(
+    ("n", "eps", "ab"),
+    [(1, 1.0, (1.0, 1.0)), (30, 0.5, (2.0, 5.0)), (200, 1.0, (1.0, 1.0)), (500, 0.05, (0.5, 0.5)), (1000, 3.0, (50.0, 20.0)), (300, 0.001, (2.0, 2.0))],
+)
+def test_linear_construction_matches_the_dense_reference(n, eps, ab, loss):
+    mech = release.OptimalProportionRelease(n, eps, loss=loss, beta_prior=ab)
+    ref = _dense_twin(mech, ab)
+    assert mech.bayes_risk == pytest.approx(ref.bayes_risk, rel=1e-12)
+    np.testing.assert_allclose(mech.estimates, ref.estimates, rtol=0, atol=5e-14)
+
+
+def test_a_million_records_absolute_loss():
+    mech = release.OptimalProportionRelease(10**6, 1.0, loss="absolute")
+    assert np.min(np.diff(mech.estimates)) > 0
+    # continuous limit: E|theta - median| ~ sqrt(2 / pi) E[sqrt(theta (1 - theta) / n)] = sqrt(2 / pi) (pi / 8) / 1000
+    assert mech.bayes_risk == pytest.approx(np.sqrt(2 / np.pi) * np.pi / 8 / 1000, rel=1e-3)
+
+
+def test_a_million_records_squared_loss():
+    mech = release.OptimalProportionRelease(10**6, 1.0)
+    assert np.all(np.diff(mech.estimates) > 0)
+    # continuous limit: the risk is E[theta (1 - theta)] / n plus the noise's share, ~ 1 / (6 n)
+    assert mech.bayes_risk == pytest.approx(1 / 6e6, rel=1e-3)
+    r = mech.release(123_456)
+    assert abs(r.noisy_count - 123_456) < 60 and r.estimate == mech.estimates[r.noisy_count]
+    with pytest.raises(ValueError, match="output_law"):
+        mech.output_law()
+
+
+def test_concentrated_prior_whose_weights_underflow_still_has_every_estimate():
+    """Beta(2000, 2000) on 10**5 records: the Beta-binomial weights underflow far from n/2."""
+    from scipy import special
+
+    n, eps, a = 10**5, 1.0, 2000.0
+    mech = release.OptimalProportionRelease(n, eps, beta_prior=(a, a))
+    assert np.all(np.isfinite(mech.estimates)) and np.all(np.diff(mech.estimates) >= -1e-11)
+    assert np.isfinite(mech.bayes_risk) and mech.bayes_risk > 0
+    # E[theta | z] by a direct log-space sum over y, for z where the weights underflow and where they do not
+    y = np.arange(n + 1)
+    log_w = stats.betabinom.logpmf(y, n, a, a)
+    for z in (0, 900, 20_000, n // 2, n):
+        log_joint = log_w - eps * np.abs(y - z)
+        mean_y = float(np.exp(special.logsumexp(log_joint, b=np.maximum(y, 1e-300)) - special.logsumexp(log_joint)))
+        assert mech.estimates[z] == pytest.approx((a + mean_y) / (2 * a + n), rel=1e-10)
+
+
+def test_unbounded_sampler_then_clamp_has_the_truncated_geometric_law(monkeypatch):
+    """Above CONSTANT_TIME_MAX_N the noise is OpenDP's unbounded integer draw, clamped: same law."""
+    monkeypatch.setattr(release, "CONSTANT_TIME_MAX_N", 0)
+    mech = release.OptimalProportionRelease(N_SMALL, EPS)
+    drawn = {c: np.array([mech.release(c).noisy_count for _ in range(20_000)]) for c in (0, 2)}
+    assert chi_square_pvalue(drawn, mech.output_law()) > ALPHA
+    assert mech.eps_spent <= EPS
+
+
+# ------------------------------------------------------------------ bad input (issue 29, item 8)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"count": 150, "n": 100, "eps": 1.0}, ValueError, r"count must be an integer in \[0, 100\] \(the value given is confidential"),
+        ({"count": "abc", "n": 100, "eps": 1.0}, TypeError, r"count must be an integer in \[0, 100\]"),
+        ({"count": True, "n": 100, "eps": 1.0}, TypeError, r"count must be an integer"),
+        ({"count": 3, "n": 100, "eps": True}, TypeError, r"eps must be a real number"),
+        ({"count": 3, "n": 100, "eps": [1.0]}, TypeError, r"eps must be a real number"),
+        ({"count": 3, "n": 100, "eps": 1e-300}, ValueError, r"eps must lie in \[1e-09, 20\]"),
+        ({"count": 3, "n": 100, "eps": 1e6}, ValueError, r"publishes the count itself"),
+        ({"count": 3, "n": 100, "eps": float("nan")}, ValueError, r"eps must lie in"),
+        ({"count": 3, "n": 100, "eps": 1.0, "beta_prior": 1}, TypeError, r"beta_prior must be a pair"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": "abc"}, TypeError, r"prior_weights must be an array"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [-0.5, 1.5]}, ValueError, r"prior_weights must be >= 0"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.5]}, ValueError, r"at least 2 points"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.0, 1.0]}, ValueError, r"all their mass on one point"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.5, 0.5], "beta_prior": (2, 2)}, ValueError, r"not both"),
+    ],
+)
+def test_bad_release_input_is_named_and_refused_before_any_draw(monkeypatch, kwargs, error, message):
+    monkeypatch.setattr(release, "_build_measurement", lambda *a, **k: pytest.fail("OpenDP reached before validation"))
+    with pytest.raises(error, match=message) as info:
+        release.release_proportion(**kwargs)
+    if kwargs["count"] == 150:
+        assert "150" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"count": 300, "n": 100, "eps": 1.0, "p": 0.3}, ValueError, r"count must be an integer in \[0, 100\] \(the value"),
+        ({"count": 3, "n": 100, "eps": 1.0, "p": True}, TypeError, r"p must be a real number in \(0, 1\)"),
+        ({"count": 3, "n": 100, "eps": 1.0, "p": 0.0}, ValueError, r"prior certain of the count"),
+        ({"count": 3, "n": 100, "eps": 1.0, "p": 1.0}, ValueError, r"prior certain of the count"),
+    ],
+)
+def test_bad_laplace_release_input_is_named_and_refused(monkeypatch, kwargs, error, message):
+    monkeypatch.setattr(release, "_build_measurement", lambda *a, **k: pytest.fail("OpenDP reached before validation"))
+    with pytest.raises(error, match=message) as info:
+        release.release_count_laplace(**kwargs)
+    assert "300" not in str(info.value)
+
+
+def test_extreme_allowed_eps_values_build_opendp_measurements():
+    for eps in (release.MIN_EPS, release.MAX_EPS):
+        mech = release.OptimalProportionRelease(10, eps)
+        assert mech.eps_spent <= eps and 0 <= mech.release(5).noisy_count <= 10
+    big = release.OptimalProportionRelease(10**5, release.MIN_EPS)  # unbounded sampler, scale 1e9, clamped
+    assert 0 <= big.release(5).noisy_count <= 10**5
+
+
+# ---------------------------------------------------------------- estimands and the geometric count release
+
+
+def test_every_proportion_release_names_its_estimand_and_splits_its_risk():
+    from dpbayes.choosing import candidates as estimator_choice
+    from dpbayes.ubapp import lbapp
+
+    theta = release.OptimalProportionRelease(60, 0.5)
+    r = theta.release(20)
+    assert r.estimand == "theta"
+    assert r.privacy_risk == pytest.approx(r.bayes_risk - lbapp.bayes_mse_posterior_mean(60), rel=1e-10)
+    assert r.worst_risk >= r.bayes_risk
+    prop = release.OptimalProportionRelease(60, 0.5, estimand="proportion")
+    q = prop.release(20)
+    assert q.estimand == "proportion" and q.privacy_risk == q.bayes_risk
+    # the proportion remap is E[c | z] / n, by the dense posterior
+    law = np.exp(ubapp.truncated_geometric_logmatrix(60, 0.5))
+    post = law @ np.arange(61) / law.sum(axis=1)  # uniform prior on the counts
+    np.testing.assert_allclose(prop.estimates, post / 60, rtol=1e-12)
+    bias, msd = estimator_choice.candidate_moments("geometric-bayes", 60, 0.5)
+    assert q.worst_risk == pytest.approx(msd.max())
+
+
+def test_a_prior_that_ignores_the_data_is_refused():
+    with pytest.raises(ValueError, match="ignore the data"):
+        release.OptimalProportionRelease(10, 1.0, beta_prior=(600.0, 600.0))
+    with pytest.raises(ValueError, match="estimand"):
+        release.OptimalProportionRelease(10, 1.0, estimand="count")
+    with pytest.raises(ValueError, match="squared loss"):
+        release.OptimalProportionRelease(10, 1.0, estimand="proportion", loss="absolute")
+
+
+def test_geometric_count_release_estimates_and_risks():
+    from scipy import stats
+
+    n, eps = 40, 0.7
+    law = np.exp(ubapp.truncated_geometric_logmatrix(n, eps))  # law[z, c]
+    w = stats.betabinom.pmf(np.arange(n + 1), n, 2.0, 3.0)
+    post = law * w[None, :]
+    post /= post.sum(axis=1, keepdims=True)
+    mean = release.GeometricCountRelease(n, eps, estimator="mean", prior=(2.0, 3.0))
+    median = release.GeometricCountRelease(n, eps, estimator="median", prior=(2.0, 3.0))
+    for z in (0, 7, 40):
+        assert mean.estimate_of(z) == pytest.approx(post[z] @ np.arange(n + 1), rel=1e-12)
+        assert median.estimate_of(z) == np.searchsorted(np.cumsum(post[z]), 0.5)
+    est = np.array([mean.estimate_of(z) for z in range(n + 1)])
+    per_count = (law * (est[:, None] - np.arange(n + 1)[None, :]) ** 2).sum(axis=0)
+    bayes, worst = mean.risks()
+    assert bayes == pytest.approx(w @ per_count, rel=1e-9)
+    assert worst == pytest.approx(per_count.max(), rel=1e-9)
+    free = release.GeometricCountRelease(n, eps)
+    r = free.release(13)
+    assert r.estimand == "count" and r.bayes_risk is None and r.estimate == r.noisy_count
+    assert r.interval[0] <= r.noisy_count <= r.interval[1]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(estimator="mean"), "needs a prior"),
+    (dict(estimator="mode", prior=(1, 1)), "estimator"),
+    (dict(prior=1.0), "ignores the data"),
+    (dict(prior=(1, 2, 3)), "pair"),
+    (dict(level=1.0), "level"),
+])
+def test_geometric_count_release_refuses_bad_input(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        release.GeometricCountRelease(30, 1.0, **kwargs)
+
+
+def test_geometric_count_release_never_repeats_the_count():
+    with pytest.raises(ValueError) as info:
+        release.release_count_geometric(31337, 100, 1.0)
+    assert "31337" not in str(info.value)
