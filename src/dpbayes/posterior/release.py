@@ -15,8 +15,8 @@ re-exports every name of the modules that hold one concept each,
 * :mod:`dpbayes.posterior.geometric` (not re-exported) -- the exact cost factors of LSHist and
   LSHist-round over the geometric mechanism and the closed-form certificate of its optimality.
 
-``from dpbayes import posterior_release as pr`` and every ``pr.<name>`` the chapter's notebooks and
-tests use keep working. Every function that takes a mechanism name accepts every name of
+``from dpbayes.posterior import release as pr`` gives the chapter's notebooks and tests every ``pr.<name>``
+they use. Every function that takes a mechanism name accepts every name of
 ``ALL_MECHANISMS``.
 """
 

@@ -14,7 +14,7 @@ processes: at the paper's scale (``n = N = 1000``, 30 runs, 4 eps) the latent-x 
 CPU time, and the replicates are the only coarse-grained parallelism available.
 
 The study's follow-ups live in modules of one concept each, and every name is re-exported here (so that
-``from dpbayes import smc_study`` and every ``smc_study.<name>`` of the notebooks and tests keep working):
+``from dpbayes.smc import study as smc_study`` gives every ``smc_study.<name>`` the notebooks and tests use):
 
 * :mod:`dpbayes.smc.summaries` -- error summaries, weighted quantiles, credible intervals, coverage and
   pooled coverage;
