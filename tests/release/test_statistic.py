@@ -9,6 +9,7 @@ at most 1e-4). Everything exact (laws, risks, privacy loss of the output law) is
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -423,6 +424,33 @@ def test_geometric_count_release_estimates_and_risks():
     assert r.interval[0] <= r.noisy_count <= r.interval[1]
 
 
+@pytest.mark.parametrize("n, eps, prior", [(40, 0.7, (2.0, 3.0)), (300, 0.1, (1.0, 1.0)), (25, 3.0, 0.3)])
+def test_geometric_count_release_median_risks_against_the_dense_law(n, eps, prior):
+    """The posterior median's absolute risks (O(n) partial sums) equal the dense law's sums."""
+    from scipy import stats
+
+    law = np.exp(ubapp.truncated_geometric_logmatrix(n, eps))  # law[z, c]
+    median = release.GeometricCountRelease(n, eps, estimator="median", prior=prior)
+    est = np.array([median.estimate_of(z) for z in range(n + 1)])
+    per_count = (law * np.abs(est[:, None] - np.arange(n + 1)[None, :])).sum(axis=0)
+    c = np.arange(n + 1)
+    w = stats.betabinom.pmf(c, n, *prior) if isinstance(prior, tuple) else stats.binom.pmf(c, n, prior)
+    bayes, worst = median.risks()
+    assert median.loss == "absolute"
+    assert bayes == pytest.approx(w @ per_count, rel=1e-9)
+    assert worst == pytest.approx(per_count.max(), rel=1e-9)
+
+
+def test_geometric_count_release_median_risks_beyond_the_old_dense_limit():
+    """Above n = 2000 (where the dense law stopped) the risks are numbers, not None, and behave: at large n eps
+    the median's worst absolute error tends to the clamped geometric count's, E|N| = 2a / (1 - a^2)."""
+    n, eps = 50_000, 1.0
+    bayes, worst = release.GeometricCountRelease(n, eps, estimator="median", prior=(1.0, 1.0)).risks()
+    a = np.exp(-eps)
+    assert bayes is not None and np.isfinite(bayes) and 0.0 < bayes <= worst
+    assert worst == pytest.approx(2 * a / (1 - a**2), rel=0.05)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(estimator="mean"), "needs a prior"),
     (dict(estimator="mode", prior=(1, 1)), "estimator"),
@@ -439,3 +467,17 @@ def test_geometric_count_release_never_repeats_the_count():
     with pytest.raises(ValueError) as info:
         release.release_count_geometric(31337, 100, 1.0)
     assert "31337" not in str(info.value)
+
+
+def test_an_interval_covering_every_count_warns_without_the_count():
+    # n = 12 at eps = 0.1: the 90 % half-width is at least n, so every release covers 0..12, whatever the noise
+    assert release.GeometricCountRelease(12, 0.1).half_width >= 12
+    for _ in range(5):
+        with pytest.warns(release.UninformativeIntervalWarning, match="covers every count 0..12") as record:
+            r = release.release_count_geometric(7, 12, 0.1)
+        assert r.interval == (0, 12)
+        assert all("7" not in str(w.message) for w in record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", release.UninformativeIntervalWarning)
+        r = release.release_count_geometric(370, 1000, 1.0)  # half-width a few counts: informative
+    assert r.interval[1] - r.interval[0] < 20

@@ -43,6 +43,7 @@ OpenDP's measurements used here are behind its ``"contrib"`` feature flag, which
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +68,7 @@ stats = lazy_module("scipy.stats")
 optimize = lazy_module("scipy.optimize")
 
 __all__ = [
+    "UninformativeIntervalWarning",
     "OPENDP_VERSION",
     "MAX_N",
     "OUTPUT_LAW_MAX_N",
@@ -83,7 +85,6 @@ __all__ = [
     "GeometricCountReleaseResult",
     "release_count_geometric",
     "COUNT_ESTIMATORS",
-    "MEDIAN_RISK_MAX_N",
     "PRIOR_SHARE_MAX",
     "opendp_measurement",
     "PrivacyMapError",
@@ -704,10 +705,12 @@ def release_count_laplace(count: int, n: int, eps: float, *, p: float, estimator
 # Geometric noise on a count: prior-free, or with a prior on p (chapter 5)
 # --------------------------------------------------------------------------------------------
 
+class UninformativeIntervalWarning(UserWarning):
+    """A released interval covers every possible value: at this ``n`` and eps the noise hides the count."""
+
+
 #: Estimators of :class:`GeometricCountRelease`: the noisy count itself, or the posterior mean or median.
 COUNT_ESTIMATORS = ("none", "mean", "median")
-#: Largest ``n`` for which the posterior median's risks are computed (a dense ``(n + 1)^2`` law, 32 MB).
-MEDIAN_RISK_MAX_N = 2000
 
 
 @dataclass(frozen=True)
@@ -722,7 +725,8 @@ class GeometricCountReleaseResult:
         OpenDP's geometric-noised count, clamped to ``{0..n}``.
     interval : tuple of int
         ``(noisy_count - k, noisy_count + k)`` clipped to ``[0, n]``: covers the true count with
-        probability at least ``level`` at every count, whatever the prior (prior-free).
+        probability at least ``level`` at every count, whatever the prior (prior-free). When it covers
+        all of ``[0, n]`` the release warns (:class:`UninformativeIntervalWarning`).
     level : float
         The interval's guaranteed coverage.
     n, eps, eps_spent, estimator
@@ -730,10 +734,10 @@ class GeometricCountReleaseResult:
     loss : {"squared", "absolute"}
         Loss of the risks: squared for ``"none"`` and ``"mean"``, absolute for ``"median"``.
     bayes_risk : float or None
-        Exact risk averaged over the prior (``None`` without a prior, or for the median above
-        :data:`MEDIAN_RISK_MAX_N`). All of it is added by privacy: the count is known without noise.
-    worst_risk : float or None
-        Exact largest risk over the true counts (``None`` for the median above :data:`MEDIAN_RISK_MAX_N`).
+        Exact risk averaged over the prior (``None`` without a prior). All of it is added by privacy: the
+        count is known without noise.
+    worst_risk : float
+        Exact largest risk over the true counts.
     estimand : str
         ``"count"``.
     """
@@ -748,7 +752,7 @@ class GeometricCountReleaseResult:
     estimator: str
     loss: str
     bayes_risk: float | None
-    worst_risk: float | None
+    worst_risk: float
     estimand: str = "count"
 
 
@@ -815,7 +819,7 @@ class GeometricCountRelease:
         del coverage
         self._measurement = opendp_measurement("geometric", self.eps, self.n)
         self.eps_spent = float(self._measurement.map(1))
-        self._risks: tuple[float | None, float | None] | None = None
+        self._risks: tuple[float | None, float] | None = None
 
     @property
     def loss(self) -> str:
@@ -838,25 +842,25 @@ class GeometricCountRelease:
             return float(post @ np.arange(self.n + 1))
         return float(np.searchsorted(np.cumsum(post), 0.5 - 1e-12))
 
-    def risks(self) -> tuple[float | None, float | None]:
-        """``(bayes_risk, worst_risk)`` in the mechanism's loss, on the count scale (see the result's fields)."""
+    def risks(self) -> tuple[float | None, float]:
+        """``(bayes_risk, worst_risk)`` in the mechanism's loss, on the count scale (see the result's fields).
+
+        Exact at every ``n`` in ``O(n log n)``: squared error from the candidates' error moments, absolute error
+        of the posterior median from partial sums against the truncated geometric law
+        (:func:`dpbayes.choosing.candidates.candidate_abs_risk`; ``tests/release/test_statistic.py`` checks it
+        against the dense law).
+        """
         if self._risks is None:
             n = self.n
+            pr = self.prior if self.prior is not None else estimator_choice.CountPrior.beta(1.0, 1.0)
             if self.estimator in ("none", "mean"):
-                pr = self.prior if self.prior is not None else estimator_choice.CountPrior.beta(1.0, 1.0)
                 name = "geometric" if self.estimator == "none" else "geometric-bayes"
                 bias, msd = estimator_choice.candidate_moments(name, n, self.eps, pr, "proportion")
                 bayes = None if self.prior is None else estimator_choice.bayes_risk(bias, msd, self.prior, "proportion") * n**2
                 self._risks = (bayes, float(np.max(msd)) * n**2)
-            elif n <= MEDIAN_RISK_MAX_N:
-                law = np.exp(truncated_geometric_logmatrix(n, self.eps))  # law[z, c]
-                med = np.array([self.estimate_of(z) for z in range(n + 1)])
-                loss = np.abs(med[:, None] - np.arange(n + 1)[None, :])
-                per_count = (law * loss).sum(axis=0)
-                assert self.prior is not None
-                self._risks = (float(self.prior.weights(n) @ per_count), float(np.max(per_count)))
             else:
-                self._risks = (None, None)
+                per_count = estimator_choice.candidate_abs_risk("geometric-median", n, self.eps, pr) * n
+                self._risks = (float(pr.weights(n) @ per_count), float(np.max(per_count)))
         return self._risks
 
     def release(self, count: int) -> GeometricCountReleaseResult:
@@ -865,6 +869,12 @@ class GeometricCountRelease:
         z = int(min(max(int(self._measurement(count)), 0), self.n))
         bayes, worst = self.risks()
         k = self.half_width
+        if z - k <= 0 and z + k >= self.n:
+            warnings.warn(
+                f"the {self.level:.0%} interval covers every count 0..{self.n}: with n = {self.n} records at eps = {self.eps:g} "
+                f"the noise (interval half-width {k}) hides the count; a larger eps or more records are needed for an "
+                "informative release", UninformativeIntervalWarning, stacklevel=2,
+            )
         return GeometricCountReleaseResult(
             estimate=self.estimate_of(z), noisy_count=z, interval=(max(z - k, 0), min(z + k, self.n)), level=self.level,
             n=self.n, eps=self.eps, eps_spent=self.eps_spent, estimator=self.estimator, loss=self.loss,
