@@ -268,3 +268,27 @@ def test_absolute_loss_needs_the_proportion():
     with pytest.raises(ValueError, match="loss"):
         ec.compare_estimators(10, 1.0, loss="hinge")
     assert "lbapp-clipped" in ec.compare_estimators(10, 1.0, loss="absolute").skipped
+
+
+@pytest.mark.parametrize("eps", [1.0, 10.0])
+def test_a_symmetric_prior_gives_a_symmetric_per_count_risk_at_large_n(eps):
+    """Beta(100, 100) at n = 10^6: the prior's weights underflow near both ends (the log-space fallback), and the
+    remap's bias and msd must still mirror each other (they differed by 11 % at eps = 10 before the fallback was
+    centred at z)."""
+    from dpbayes.choosing import candidates as ec
+
+    bias, msd = ec.candidate_moments("geometric-bayes", 10**6, eps, ec.CountPrior.beta(100.0, 100.0), "proportion")
+    np.testing.assert_allclose(msd, msd[::-1], rtol=1e-8)
+    np.testing.assert_allclose(bias, -bias[::-1], rtol=1e-8, atol=1e-25)
+
+
+def test_the_log_space_fallback_equals_the_linear_sums_where_both_hold():
+    from dpbayes.core.geometric import geometric_kernel_sums
+    from dpbayes.ubapp.optimal import _log_space_mean_offset, betabinom_logpmf
+
+    for n, eps, a, b in [(50, 1.0, 2.0, 3.0), (1000, 0.1, 1.0, 1.0), (2000, 3.0, 20.0, 80.0)]:
+        lw = betabinom_logpmf(np.arange(n + 1), n, a, b)
+        lw = lw - lw.max()
+        s0, s1 = geometric_kernel_sums(np.exp(lw), eps, 1)
+        ok = s0 > 1e-280
+        np.testing.assert_allclose(_log_space_mean_offset(lw, eps)[ok], s1[ok] / s0[ok], rtol=1e-10, atol=1e-11)
