@@ -30,8 +30,8 @@ Algorithms.
   with ``R0_c`` the (closed-form) risk of ``z/n``. All sums against ``G`` are two one-sided
   first-order recursions (:func:`dpbayes.core.geometric.geometric_kernel_sums`), never the ``(n+1)^2`` matrix. The non-smooth
   ``max_c`` is replaced by ``tau log sum_c exp(R_c / tau)`` and minimised by L-BFGS for a
-  decreasing sequence of ``tau`` (warm starts). The gradient is ``2 f_z (x_z P0_z - P1_z)`` with
-  ``P_r`` the kernel sums of the softmax weights ``p``; at a stationary point ``x`` is the Bayes
+  decreasing sequence of ``tau`` (warm starts). The gradient is ``2 (x_z S0_z - S1_z)`` with
+  ``S_r`` the kernel sums of the softmax weights ``p``; at a stationary point ``x`` is the Bayes
   remap of ``p``, so ``p`` is the candidate LFP, and its Bayes risk (``O(n)``) the lower bound.
   The flat prior is also tried as a lower bound, and the best prior found is polished by
   multiplicative-weights (exponentiated-gradient) ascent on the Bayes risk, whose gradient is the
@@ -63,9 +63,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
-from dpbayes.choosing.candidates import candidate_moments
+from dpbayes.choosing.candidates import _geometric_count_posterior_mean, _geometric_expectations, candidate_moments
 from dpbayes.core.validation import check_choice, check_in_range, check_int
-from dpbayes.core.geometric import geometric_kernel_sums, geometric_row_factors, truncated_geometric_matrix
+from dpbayes.core.geometric import geometric_kernel_sums, truncated_geometric_matrix
 
 __all__ = [
     "ESTIMANDS",
@@ -120,15 +120,6 @@ def _check_all(n: Any, eps: Any, estimand: Any, loss: Any) -> tuple[int, float, 
 # the mechanism and O(n) kernel sums
 
 
-def _ksums(v: FloatArray, eps: float, first_moment: bool) -> tuple[FloatArray, FloatArray | None]:
-    """``S0[i] = sum_j a^|i-j| v_j`` and ``S1[i] = sum_j a^|i-j| v_j (j - i)`` in ``O(n)``: the base layer's
-    kernel sums (:func:`dpbayes.core.geometric.geometric_kernel_sums`, which include the row factor
-    ``f[i]`` of ``G[i, j] = f[i] a^|i-j|``) divided by that factor."""
-    f = geometric_row_factors(v.size - 1, eps)
-    sums = geometric_kernel_sums(v, eps, moments=1 if first_moment else 0)
-    return sums[0] / f, (sums[1] / f if first_moment else None)
-
-
 def identity_risk_counts(n: int, eps: float) -> FloatArray:
     """``E[(z - c)^2 | c]`` for ``c = 0..n``: the risk of the clamped count ``z`` itself, in count units.
 
@@ -149,19 +140,22 @@ def identity_risk_counts(n: int, eps: float) -> FloatArray:
     return candidate_moments("geometric", n, eps)[1] * float(n) ** 2
 
 
-def _risk_counts(x: FloatArray, eps: float, f: FloatArray, r0: FloatArray) -> FloatArray:
-    """``n^2 R_c`` of the remap ``est(z) = (z + x_z)/n``, proportion estimand, squared loss, O(n)."""
-    t0, _ = _ksums(f * x * x, eps, False)
-    _, t1 = _ksums(f * x, eps, True)
-    assert t1 is not None
-    return r0 + t0 + 2.0 * t1
+def _risk_counts(x: FloatArray, eps: float, r0: FloatArray, scale: float = 1.0) -> FloatArray:
+    """``n^2 R_c / scale`` of the remap ``est(z) = (z + x_z)/n``, proportion estimand, squared loss, O(n).
+
+    ``n^2 R_c = r0_c + sum_z P(z | c) x_z^2 + 2 sum_z P(z | c) x_z (z - c)`` with ``r0`` the risk of ``z`` itself
+    (``r0`` is passed already divided by ``scale``); the sums are the candidates' kernel sums against the
+    truncated geometric law (:func:`dpbayes.choosing.candidates._geometric_expectations`).
+    """
+    (t0,) = _geometric_expectations(x * x, eps, 0)
+    _, t1 = _geometric_expectations(x, eps, 1)
+    return r0 + (t0 + 2.0 * t1) / scale
 
 
 def _bayes_offsets(w: FloatArray, eps: float) -> FloatArray:
-    """``x_z = E_w[c | z] - z`` (count units): the posterior-mean remap of prior ``w``, O(n)."""
-    p0, p1 = _ksums(w, eps, True)
-    assert p1 is not None
-    return p1 / p0
+    """``x_z = E_w[c | z] - z`` (count units): the posterior-mean remap of prior weights ``w > 0``, O(n)
+    (:func:`dpbayes.choosing.candidates._geometric_count_posterior_mean`)."""
+    return _geometric_count_posterior_mean(np.log(w), eps)
 
 
 def bayes_remap(prior: ArrayLike, eps: float) -> FloatArray:
@@ -225,7 +219,7 @@ def remap_risk(remap: ArrayLike, eps: float, loss: str = "squared") -> FloatArra
     loss = check_choice("loss", loss, LOSSES)
     if loss == "squared":
         x = n * est - np.arange(n + 1, dtype=float)
-        return _risk_counts(x, eps, geometric_row_factors(n, eps), identity_risk_counts(n, eps)) / n**2
+        return _risk_counts(x, eps, identity_risk_counts(n, eps)) / n**2
     g = truncated_geometric_matrix(n, eps)
     return (g * np.abs(est[:, None] - np.arange(n + 1)[None, :] / n)).sum(axis=0)
 
@@ -347,14 +341,12 @@ def _softmax(r: FloatArray, tau: float) -> FloatArray:
 def _solve_proportion_squared(n: int, eps: float, tol: float, max_evals: int, max_seconds: float) -> MinimaxRemap:
     t_start = time.perf_counter()
     deadline = t_start + max_seconds
-    f = geometric_row_factors(n, eps)
     r0 = identity_risk_counts(n, eps)
     scale = float(r0.max())  # everything below is in units of the worst risk of z/n
     r0s = r0 / scale
-    fs = f / scale
 
     def risk(x: FloatArray) -> FloatArray:
-        return _risk_counts(x, eps, fs, r0s)
+        return _risk_counts(x, eps, r0s, scale)
 
     def prior_bound(w: FloatArray) -> tuple[float, FloatArray, FloatArray]:
         x = _bayes_offsets(np.maximum(w / w.max(), np.exp(_LOG_FLOOR)), eps)
@@ -393,10 +385,10 @@ def _solve_proportion_squared(n: int, eps: float, tol: float, max_evals: int, ma
             if m < upper:
                 upper, x_best = m, xv.copy()
             p = _softmax(rv, tau)
-            p0, p1 = _ksums(p, eps, True)
-            assert p1 is not None
+            # gradient of the smoothed max: 2 sum_c p_c P(z | c) (x_z - (c - z)) / scale
+            p0, p1 = geometric_kernel_sums(p, eps, 1)
             s = np.exp(np.maximum((rv - m) / tau, _LOG_FLOOR)).sum()
-            return m + tau * np.log(s), 2.0 * fs * (xv * p0 - p1)
+            return m + tau * np.log(s), 2.0 * (xv * p0 - p1) / scale
 
         budget = max(1, min(100 + 50 * int(np.log10(n + 1)), max_evals - evals[0]))
         res = optimize.minimize(fun, x, jac=True, method="L-BFGS-B",
