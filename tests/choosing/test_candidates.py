@@ -292,3 +292,39 @@ def test_the_log_space_fallback_equals_the_linear_sums_where_both_hold():
         s0, s1 = geometric_kernel_sums(np.exp(lw), eps, 1)
         ok = s0 > 1e-280
         np.testing.assert_allclose(_log_space_mean_offset(lw, eps)[ok], s1[ok] / s0[ok], rtol=1e-10, atol=1e-11)
+
+
+def test_share_worse_counts_differences_a_reader_cares_about() -> None:
+    # the check: a + b = 200, n = 1000, eps = 10: worse at 88.9 % of counts by any amount, by > 1 % at 0.80 %
+    names = ["geometric", "laplace-clamped", "geometric-bayes"]
+    any_excess = ec.compare_estimators(1000, 10.0, prior=(100, 100), candidates=names, share_tolerance=0.0)
+    one_pct = ec.compare_estimators(1000, 10.0, prior=(100, 100), candidates=names)
+    assert one_pct.share_tolerance == 0.01
+    assert any_excess.share_worse[2] == pytest.approx(890 / 1001, abs=1.5e-3)
+    assert one_pct.share_worse[2] == pytest.approx(8 / 1001, abs=1.5e-3)
+    with pytest.raises(ValueError, match="share_tolerance"):
+        ec.compare_estimators(10, 1.0, share_tolerance=2.0)
+
+
+def test_minimax_candidate_is_its_certified_remap() -> None:
+    from dpbayes.choosing import minimax as mm
+
+    cert = ec.minimax_certificate(60, 0.3)
+    bias, msd = ec.candidate_moments("geometric-minimax", 60, 0.3)
+    np.testing.assert_allclose(msd, mm.remap_risk(cert.remap, 0.3), rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(bias, truncated_bias(cert.remap, 0.3), rtol=1e-9, atol=1e-13)
+    cmp = ec.compare_estimators(60, 0.3, per_case=True)
+    assert cmp.best_worst == "geometric-minimax"
+    assert cmp.worst_risk[cmp.names.index("geometric-minimax")] <= cert.lower_bound * (1 + ec.MINIMAX_TOL)
+    assert set(cmp.risk_per_case) == set(cmp.names)
+    assert ec.compare_estimators(60, 0.3).risk_per_case is None
+    # theta beyond the dense solver's range is skipped, not an error
+    assert "geometric-minimax" in ec.compare_estimators(ec.MINIMAX_THETA_MAX_N + 1, 1.0, estimand="theta").skipped
+
+
+def truncated_bias(remap: np.ndarray, eps: float) -> np.ndarray:
+    from dpbayes.core.geometric import truncated_geometric_matrix
+
+    n = remap.size - 1
+    g = truncated_geometric_matrix(n, eps)  # g[z, c] = P(z | c)
+    return remap @ g - np.arange(n + 1) / n

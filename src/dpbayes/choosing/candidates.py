@@ -52,7 +52,7 @@ from dpbayes.core._extras import lazy_module
 from dpbayes.core.extremes import refine_scanned_extreme
 from dpbayes.core.geometric import geometric_kernel_sums, geometric_row_factors
 from dpbayes.ubapp.optimal import _log_space_mean_offset, betabinom_logpmf
-from dpbayes.core.validation import check_choice, check_int, check_positive
+from dpbayes.core.validation import check_choice, check_in_range, check_int, check_positive
 
 # loaded on first use: importing dpbayes.release.statistic (which uses this module) must stay light
 stats = lazy_module("scipy.stats")
@@ -73,6 +73,9 @@ __all__ = [
     "bayes_risk",
     "sampling_risk",
     "prior_free_interval",
+    "minimax_certificate",
+    "MINIMAX_THETA_MAX_N",
+    "MINIMAX_ABS_MAX_N",
     "interior_ratio",
     "Comparison",
     "compare_estimators",
@@ -82,6 +85,8 @@ __all__ = [
 ESTIMANDS = ("proportion", "theta")
 #: The losses of :func:`compare_estimators`: squared error (both estimands) and absolute error (the proportion).
 LOSSES = ("squared", "absolute")
+#: Default of :func:`compare_estimators`' ``share_tolerance``: a difference a reader cares about.
+SHARE_TOLERANCE = 0.01
 #: Largest ``n`` (memory: a few arrays of ``n + 1`` floats per candidate).
 MAX_N = 10**7
 #: Largest ``n`` of the Laplace + posterior-mean candidate (its quadrature costs ``O(n max(1, eps))``
@@ -560,6 +565,45 @@ def _geometric_median(pb: _Problem) -> tuple[FloatArray, FloatArray]:
     return _remap_error_moments(_geometric_remap_count(pb, "median") / n - np.arange(n + 1) / n, pb.eps)
 
 
+#: Largest ``n`` of the minimax remap for ``theta`` (a dense SOCP; :mod:`dpbayes.choosing.minimax`).
+MINIMAX_THETA_MAX_N = 200
+#: Largest ``n`` of the minimax remap for absolute error (a dense LP).
+MINIMAX_ABS_MAX_N = 300
+#: Target relative gap of the minimax candidate's certificate, and its time budget (seconds); the
+#: candidate's risks are exact for the remap found whatever the gap.
+MINIMAX_TOL = 1e-4
+MINIMAX_SECONDS = 10.0
+
+
+@functools.lru_cache(maxsize=64)
+def _minimax(n: int, eps: float, estimand: str, loss: str) -> Any:
+    from dpbayes.choosing import minimax  # imports this module: loaded on first use
+
+    return minimax.minimax_remap(n, eps, estimand, loss, tol=MINIMAX_TOL, max_seconds=MINIMAX_SECONDS)
+
+
+def minimax_certificate(n: int, eps: float, estimand: str = "proportion", loss: str = "squared") -> Any:
+    """The minimax remap behind the ``"geometric-minimax"`` candidate, with its duality certificate.
+
+    Cached per ``(n, eps, estimand, loss)``: see :func:`dpbayes.choosing.minimax.minimax_remap`
+    (here with ``tol = MINIMAX_TOL`` and ``max_seconds = MINIMAX_SECONDS``).
+    """
+    pb = _problem(n, eps, (1.0, 1.0), estimand)
+    return _minimax(pb.n, pb.eps, pb.estimand, check_choice("loss", loss, LOSSES))
+
+
+def _geometric_minimax(pb: _Problem) -> tuple[FloatArray, FloatArray]:
+    """The worst-case-optimal remap of the clamped geometric count for ``pb.estimand`` (no prior)."""
+    remap = _minimax(pb.n, pb.eps, pb.estimand, "squared").remap
+    return _remap_error_moments(remap - np.arange(pb.n + 1) / pb.n, pb.eps)
+
+
+def _geometric_minimax_abs(pb: _Problem) -> FloatArray:
+    from dpbayes.choosing import minimax
+
+    return minimax.remap_risk(_minimax(pb.n, pb.eps, "proportion", "absolute").remap, pb.eps, "absolute")
+
+
 # --------------------------------------------------------------------------------------------
 # The registry
 # --------------------------------------------------------------------------------------------
@@ -621,6 +665,8 @@ for _c in (
     Candidate("laplace-rounded", "Laplace count clamped and rounded, / n", "laplace", False, _laplace_rounded,
               abs_risk=_abs_closed("rounded")),
     Candidate("geometric", "geometric count / n", "geometric", False, _geometric_raw, abs_risk=_abs_closed("geometric")),
+    Candidate("geometric-minimax", "geometric count + minimax remap", "geometric", False, _geometric_minimax,
+              abs_risk=_geometric_minimax_abs, abs_max_n=MINIMAX_ABS_MAX_N),
     Candidate("geometric-bayes", "geometric count + posterior mean", "geometric", True, _geometric_bayes,
               abs_risk=_geometric_bayes_abs("mean")),
     Candidate("geometric-median", "geometric count + posterior median", "geometric", True, _geometric_median,
@@ -670,6 +716,8 @@ def candidate_moments(name: str, n: int, eps: float, prior: Any = (1.0, 1.0), es
     cand = CANDIDATES[name]
     if cand.moments is None or pb.n > cand.max_n:
         raise ValueError(f"candidate {name} has no squared-loss moments for n = {pb.n} (available for n <= {cand.max_n})")
+    if name == "geometric-minimax" and pb.estimand == "theta" and pb.n > MINIMAX_THETA_MAX_N:
+        raise ValueError(f"the minimax remap for theta is available for n <= {MINIMAX_THETA_MAX_N}, got n = {pb.n}")
     return cand.moments(pb)
 
 
@@ -862,12 +910,27 @@ class Comparison:
     share_worse: FloatArray
     skipped: tuple[str, ...] = ()
     loss: str = "squared"
+    share_tolerance: float = SHARE_TOLERANCE
+    risk_per_case: dict[str, FloatArray] | None = field(default=None, repr=False, compare=False)
+
+    def _releases(self) -> list[int]:
+        return [i for i, nm in enumerate(self.names) if not CANDIDATES[nm].reference]
 
     @property
     def best(self) -> str:
-        """The release (not the reference) with the smallest Bayes risk."""
-        rel = [i for i, nm in enumerate(self.names) if not CANDIDATES[nm].reference]
-        return self.names[min(rel, key=lambda i: self.bayes_risk[i])]
+        """The release (not the reference) with the smallest Bayes risk: the *average* criterion."""
+        return self.names[min(self._releases(), key=lambda i: self.bayes_risk[i])]
+
+    @property
+    def best_worst(self) -> str:
+        """The release with the smallest worst risk over data sets: the *worst-case* criterion."""
+        return self.names[min(self._releases(), key=lambda i: (self.worst_risk[i], self.bayes_risk[i]))]
+
+    def guarded(self, guard: float) -> tuple[str, ...]:
+        """The releases whose worst risk is at most ``(1 + guard)`` times the smallest worst risk."""
+        guard = float(check_in_range("guard", guard, 0.0, 10.0))
+        floor = min(self.worst_risk[i] for i in self._releases())
+        return tuple(self.names[i] for i in self._releases() if self.worst_risk[i] <= (1.0 + guard) * floor)
 
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per candidate (needs the ``data`` extra: pandas)."""
@@ -882,8 +945,9 @@ class Comparison:
             "privacy-added risk": self.privacy_risk,
             "× best": self.bayes_risk / opt,
             "worst risk": self.worst_risk,
+            "worst × best worst": self.worst_risk / float(self.worst_risk[self.names.index(self.best_worst)]),
             "worst at": self.worst_at,
-            "share worse than prior-free": self.share_worse,
+            f"share worse than prior-free (by > {100 * self.share_tolerance:g} %)": self.share_worse,
         }, index=pd.Index(list(self.names), name="candidate"))
 
 
@@ -896,6 +960,8 @@ def compare_estimators(
     true_prior: Any = None,
     candidates: Any = None,
     loss: str = "squared",
+    share_tolerance: float = SHARE_TOLERANCE,
+    per_case: bool = False,
 ) -> Comparison:
     """Exact risks of every registered candidate for a count of ``n`` records under eps-DP.
 
@@ -918,6 +984,12 @@ def compare_estimators(
     loss : {"squared", "absolute"}
         Squared error (both estimands) or absolute error (the data set's proportion only); a candidate
         without that loss's risk, or beyond its ``max_n`` / ``abs_max_n``, is listed in ``skipped``.
+    share_tolerance : float
+        A prior-based candidate counts as worse than the best prior-free one at a data set when its
+        risk there exceeds the prior-free one's by more than this fraction (default 1 %; 0: any excess).
+    per_case : bool
+        Keep every candidate's risk at every data set (counts, or the 201-point ``theta`` grid) in
+        ``risk_per_case``.
 
     Returns
     -------
@@ -934,6 +1006,7 @@ def compare_estimators(
     """
     pb = _problem(n, eps, prior, estimand)
     loss = check_choice("loss", loss, LOSSES)
+    share_tolerance = float(check_in_range("share_tolerance", share_tolerance, 0.0, 1.0))
     if loss == "absolute" and pb.estimand != "proportion":
         raise ValueError("loss='absolute' is available for estimand='proportion' (the data set's proportion)")
     truth = pb.prior if true_prior is None else _as_prior(true_prior, "true_prior")
@@ -949,6 +1022,8 @@ def compare_estimators(
             return False
         if nm in ("geometric-bayes-theta", "geometric-median") and pb.estimand == "theta":
             return False  # the same as geometric-bayes there; the count's median is no estimate of theta
+        if nm == "geometric-minimax" and pb.estimand == "theta" and pb.n > MINIMAX_THETA_MAX_N:
+            return False
         if loss == "absolute":
             return cand.abs_risk is not None and pb.n <= cand.abs_max_n
         return cand.moments is not None and pb.n <= cand.max_n
@@ -957,7 +1032,7 @@ def compare_estimators(
     names = tuple(nm for nm in names if nm not in skipped)
     grid = np.linspace(0.0, 1.0, 201)
     weights = _theta_weights(pb.n, grid) if pb.estimand == "theta" else None
-    per_case: dict[str, FloatArray] = {}
+    case_risk: dict[str, FloatArray] = {}
     bayes = np.empty(len(names))
     worst = np.empty(len(names))
     worst_at = np.empty(len(names))
@@ -965,7 +1040,7 @@ def compare_estimators(
     for i, nm in enumerate(names):
         if loss == "absolute":
             r = CANDIDATES[nm].abs_risk(pb)  # type: ignore[misc]
-            per_case[nm] = r
+            case_risk[nm] = r
             bayes[i] = float(w_truth @ r)
             worst_at[i] = float(np.argmax(r))
             worst[i] = float(r[int(worst_at[i])])
@@ -973,23 +1048,24 @@ def compare_estimators(
         b, m = CANDIDATES[nm].moments(pb)  # type: ignore[misc]
         bayes[i] = bayes_risk(b, m, truth, pb.estimand)
         if pb.estimand == "proportion":
-            per_case[nm] = m
+            case_risk[nm] = m
             worst_at[i] = float(np.argmax(m))
             worst[i] = float(m[int(worst_at[i])])
         else:
             assert weights is not None
-            per_case[nm] = _theta_risk_from(b, m, weights)
+            case_risk[nm] = _theta_risk_from(b, m, weights)
             worst_at[i], worst[i] = worst_theta_risk(b, m, weights=weights)
     samp = sampling_risk(pb.n, truth if truth.kind == "beta" else pb.prior, pb.estimand) if pb.estimand == "theta" else 0.0
     free = [nm for nm in names if not CANDIDATES[nm].uses_prior and not CANDIDATES[nm].reference]
-    best_free = np.min(np.stack([per_case[nm] for nm in free]), axis=0) if free else None
+    best_free = np.min(np.stack([case_risk[nm] for nm in free]), axis=0) if free else None
     share = np.full(len(names), np.nan)
     for i, nm in enumerate(names):
         if CANDIDATES[nm].uses_prior and best_free is not None:
-            share[i] = float(np.mean(per_case[nm] > best_free * (1.0 + 1e-9) + 1e-300))
+            share[i] = float(np.mean(case_risk[nm] > best_free * (1.0 + max(share_tolerance, 1e-9)) + 1e-300))
     return Comparison(
         n=pb.n, eps=pb.eps, prior=pb.prior.label, true_prior=truth.label, estimand=pb.estimand, names=names,
         labels=tuple(CANDIDATES[nm].label for nm in names), uses_prior=tuple(CANDIDATES[nm].uses_prior for nm in names),
         bayes_risk=bayes, sampling_risk=samp, privacy_risk=bayes - samp, worst_risk=worst, worst_at=worst_at,
-        share_worse=share, skipped=skipped, loss=loss,
+        share_worse=share, skipped=skipped, loss=loss, share_tolerance=share_tolerance,
+        risk_per_case=case_risk if per_case else None,
     )

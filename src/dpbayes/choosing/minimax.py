@@ -94,6 +94,13 @@ DENSE_MAX_N = {("proportion", "absolute"): 300, ("theta", "squared"): 1000, ("th
 MAX_N = 10_000_000
 #: Above this ``n`` the O(n) solver skips L-BFGS and runs multiplicative weights only.
 LBFGS_MAX_N = 20000
+#: Above this ``n`` the proportion/squared solver starts from a prior lifted from a reduced problem
+#: (:func:`_lifted_prior`) instead of solving the full problem from the flat prior.
+LIFT_MIN_N = 2000
+#: The reduced problem's ``eps`` is at least this (its ``n`` at most ``2 * LIFT_HALF_WIDTH / LIFT_EPS``).
+LIFT_EPS = 0.1
+#: Half-width, in noise units ``count * eps``, of each end region the reduced problem resolves.
+LIFT_HALF_WIDTH = 60.0
 _LOG_FLOOR = -50.0  # softmax / exp weights below exp(-50) relative are floored (no subnormals)
 
 
@@ -357,10 +364,22 @@ def _solve_proportion_squared(n: int, eps: float, tol: float, max_evals: int, ma
     lower, x_best, r = prior_bound(flat)
     best_prior = flat
     upper = float(r.max())
+    if 1.0 < upper:  # the clamped count itself (x = 0) has worst risk 1 in these units
+        upper, x_best = 1.0, np.zeros(n + 1)
     x = x_best.copy()
     evals = [1]
+    start = "flat prior"
+    if n > LIFT_MIN_N:
+        lifted = _lifted_prior(n, eps, max(tol, 1e-7), 0.5 * max_seconds)
+        b, xw, rw = prior_bound(lifted)
+        evals[0] += 1
+        if b > lower:
+            lower, best_prior, start = b, lifted, "lifted prior"
+        if rw.max() < upper:
+            upper, x_best = float(rw.max()), xw
+        x = x_best.copy()
     if (upper - lower) / upper <= tol:
-        return _pack_prop(n, eps, x_best, upper, lower, best_prior, scale, "flat prior", evals[0], t_start)
+        return _pack_prop(n, eps, x_best, upper, lower, best_prior, scale, start, evals[0], t_start)
 
     def consider_prior(w: FloatArray) -> None:
         nonlocal lower, best_prior, upper, x_best
@@ -372,8 +391,8 @@ def _solve_proportion_squared(n: int, eps: float, tol: float, max_evals: int, ma
             upper, x_best = float(rw.max()), xw
 
     if n > LBFGS_MAX_N:  # L-BFGS per-iteration overhead dominates: multiplicative weights only
-        _polish_prior(flat, eps, risk, consider_prior, evals, max_evals, deadline, upper_tol=(tol, lambda: (upper, lower)))
-        return _pack_prop(n, eps, x_best, upper, lower, best_prior, scale, "MW ascent from flat prior", evals[0], t_start)
+        _polish_prior(best_prior, eps, risk, consider_prior, evals, max_evals, deadline, upper_tol=(tol, lambda: (upper, lower)))
+        return _pack_prop(n, eps, x_best, upper, lower, best_prior, scale, f"MW ascent from {start}", evals[0], t_start)
     tau = 1e-2
     while evals[0] < max_evals and (upper - lower) / upper > tol and time.perf_counter() < deadline:
 
@@ -399,6 +418,44 @@ def _solve_proportion_squared(n: int, eps: float, tol: float, max_evals: int, ma
             _polish_prior(best_prior, eps, risk, consider_prior, evals, min(max_evals, evals[0] + 50), deadline)
         tau = max(tau / 10.0, 1e-13)
     return _pack_prop(n, eps, x_best, upper, lower, best_prior, scale, "softmax L-BFGS + MW polish", evals[0], t_start)
+
+
+def _lifted_prior(n: int, eps: float, tol: float, max_seconds: float) -> FloatArray:
+    """A near-least-favourable prior for a large ``n``, lifted from a reduced problem.
+
+    The problem depends on ``(n, eps)`` mostly through ``n eps`` (the range in noise units), and far
+    from both ends the least-favourable prior is flat (the translation-invariant problem, whose
+    minimax remap is the identity). So: solve the problem at ``eps_r = max(eps, LIFT_EPS)`` and
+    ``n_r = round(min(n eps, 2 LIFT_HALF_WIDTH) / eps_r)``; spread its prior back onto ``0..n`` by
+    interpolating its distribution function in noise units (the atom at 0 kept at 0); if ``n eps``
+    exceeds ``2 LIFT_HALF_WIDTH``, fill the middle at the reduced prior's central density; mirror.
+    Only a starting point: any prior gives a valid lower bound, so its quality changes the gap, never
+    its validity.
+    """
+    kappa = n * eps
+    eps_r = max(eps, LIFT_EPS)
+    n_r = max(2, int(round(min(kappa, 2.0 * LIFT_HALF_WIDTH) / eps_r)))
+    n_r += n_r % 2  # even: a central count
+    red = _solve_proportion_squared(n_r, eps_r, tol, 20000, max_seconds)
+    w = red.prior / red.prior.sum()
+    w = 0.5 * (w + w[::-1])
+    half_r = n_r // 2
+    cdf_r = np.cumsum(w[: half_r + 1])
+    cdf_r[-1] -= 0.5 * w[half_r]  # the central count is shared by both halves
+    knots = np.r_[0.0, (np.arange(half_r) + 0.5) * eps_r, half_r * eps_r]
+    values = np.r_[w[0], cdf_r[:-1], cdf_r[-1]]
+    half = n // 2
+    edges = np.r_[(np.arange(half) + 0.5) * eps, 0.5 * kappa]  # upper edge of each fine count's cell, left half
+    cdf = np.interp(edges, knots, values)
+    beyond = edges > knots[-1]
+    cdf[beyond] = values[-1] + (edges[beyond] - knots[-1]) * w[half_r] / eps_r
+    left = np.diff(np.r_[0.0, cdf])
+    prior = np.empty(n + 1)
+    prior[: half + 1] = left
+    prior[n - np.arange(half + 1)] = left
+    if n % 2 == 0:
+        prior[half] = 2.0 * left[half]
+    return np.maximum(prior, 0.0) / np.maximum(prior, 0.0).sum()
 
 
 def _polish_prior(w0: FloatArray, eps: float, risk: Any, consider: Any, evals: list[int], stop: int, deadline: float,

@@ -1,0 +1,58 @@
+"""The decision (dpbayes.choosing.decision): one criterion, one release, with its deciding numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpbayes.choosing import candidates as ec
+from dpbayes.choosing.decision import CRITERIA, RELEASES, recommend
+
+
+def test_worst_case_picks_the_certified_minimax_remap() -> None:
+    rec = recommend(100, 0.1)
+    assert rec.criterion == "worst" and rec.candidate == "geometric-minimax"
+    assert rec.bayes_risk is None
+    # its worst risk sits on the certified lower bound over all remaps
+    assert rec.minimax_lower_bound <= rec.worst_risk <= rec.minimax_lower_bound * (1 + 1e-4)
+    # and beats the clamped geometric count / n (the issue's independent check: 0.779 x)
+    geo = ec.compare_estimators(100, 0.1, candidates=["geometric"]).worst_risk[0]
+    assert rec.worst_risk / geo == pytest.approx(0.779, abs=1e-3)
+
+
+def test_average_is_compare_estimators_best() -> None:
+    for prior in [(1, 1), (30, 70), (0.5, 0.5)]:
+        rec = recommend(200, 0.5, prior=prior, criterion="average")
+        cmp = ec.compare_estimators(200, 0.5, prior=prior, candidates=list(RELEASES))
+        assert rec.candidate == cmp.best
+        assert rec.bayes_risk == pytest.approx(float(np.min(cmp.bayes_risk)), rel=1e-12)
+
+
+def test_guard_interpolates_between_the_criteria() -> None:
+    wide = recommend(100, 0.1, prior=(1, 1), criterion="guarded", guard=10.0)
+    assert wide.candidate == recommend(100, 0.1, prior=(1, 1), criterion="average").candidate
+    tight = recommend(100, 0.1, prior=(1, 1), criterion="guarded", guard=0.0)
+    assert tight.candidate == "geometric-minimax"
+    # flat prior, n = 100, eps = 0.1: the Bayes remap's worst risk is 1.28 x the minimax one, so a 10 % guard excludes it
+    assert recommend(100, 0.1, prior=(1, 1)).candidate == "geometric-minimax"
+
+
+def test_call_is_filled_in() -> None:
+    rec = recommend(50, 1.0, prior=(2, 3), criterion="average")
+    assert rec.call == RELEASES[rec.candidate].format(prior="(2, 3)")
+    assert "{" not in rec.call
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    (dict(criterion="average"), "prior"),
+    (dict(criterion="guarded"), "prior"),
+    (dict(criterion="best", prior=(1, 1)), "criterion"),
+    (dict(prior=(1, 1), guard=-0.1), "guard"),
+])
+def test_bad_input(kwargs: dict, word: str) -> None:
+    with pytest.raises(ValueError, match=word):
+        recommend(100, 0.1, **kwargs)
+
+
+def test_criteria_named_once() -> None:
+    assert CRITERIA == ("average", "worst", "guarded")
