@@ -56,3 +56,37 @@ def test_bad_input(kwargs: dict, word: str) -> None:
 
 def test_criteria_named_once() -> None:
     assert CRITERIA == ("average", "worst", "guarded")
+
+
+def test_every_recommended_call_runs_and_releases_the_chosen_estimate() -> None:
+    pytest.importorskip("opendp")
+    from dpbayes.release.statistic import release_count_geometric
+
+    for name, call in RELEASES.items():
+        filled = call.format(prior="(2, 3)")  # as recommend fills it
+        result = eval(filled, {"release_count_geometric": release_count_geometric, "count": 11, "n": 40, "eps": 0.5})
+        assert 0 <= result.estimate <= 40, name
+    worst = recommend(40, 0.5)
+    assert worst.call == RELEASES["geometric-minimax"]
+    result = eval(worst.call, {"release_count_geometric": release_count_geometric, "count": 11, "n": 40, "eps": 0.5})
+    # the release reports the same worst risk the decision was made on (count scale = n^2 x proportion scale)
+    assert result.worst_risk == pytest.approx(worst.worst_risk * 40**2, rel=1e-9)
+
+
+def test_crossings_in_n_eps_are_where_the_ratios_cross_the_tolerance() -> None:
+    from dpbayes.choosing.decision import n_eps_crossings, prior_gain
+
+    n, tol = 10, 0.05
+    found = n_eps_crossings(n, (1, 1), tolerance=tol, n_eps_range=(0.2, 200.0), scan=10)
+    falling = {c.criterion: c for c in found if not c.rising}
+    assert set(falling) == {"average", "worst"}
+    for which, criterion in enumerate(("average", "worst")):
+        k = falling[criterion].n_eps
+        assert prior_gain(n, k / n, (1, 1))[which] == pytest.approx(1 + tol, rel=1e-3)
+        assert prior_gain(n, 0.97 * k / n, (1, 1))[which] > 1 + tol > prior_gain(n, 1.03 * k / n, (1, 1))[which]
+    # the prior stops paying on average (gain < 5 %) well before its worst-case price falls below 5 %
+    assert falling["average"].n_eps < falling["worst"].n_eps
+    with pytest.raises(ValueError, match="tolerance"):
+        n_eps_crossings(n, (1, 1), tolerance=0.0)
+    with pytest.raises(ValueError, match="n_eps_range"):
+        n_eps_crossings(n, (1, 1), n_eps_range=(5.0, 1.0))

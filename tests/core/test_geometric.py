@@ -117,3 +117,29 @@ def test_arguments_are_validated():
         geo.sample_two_sided_geometric(1.0, 3, 2)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="moments"):
         geo.geometric_kernel_sums(np.ones(3), 1.0, 3)
+
+
+@pytest.mark.parametrize("low, high, eps", [(0, 6, 0.4), (2, 9, 1.5), (1, 30, 0.05)])
+def test_clamped_law_is_the_clamped_two_sided_geometric_for_any_window_and_input(low, high, eps):
+    """Inputs inside and outside the window: rows sum to one and match the clamp of the two-sided law."""
+    values = np.arange(low - 3, high + 4)
+    logm = geo.clamped_geometric_logmatrix(values, low, high, eps)
+    a = np.exp(-eps)
+    k = np.arange(-2000, 2001)  # a^2000 < 1e-43 at the smallest eps
+    pmf = (1 - a) / (1 + a) * a ** np.abs(k)
+    for row, v in zip(np.exp(logm), values):
+        z = np.clip(v + k, low, high)
+        expected = np.bincount(z - low, weights=pmf, minlength=high - low + 1)
+        np.testing.assert_allclose(row, expected, rtol=1e-10, atol=1e-300)
+    inside = geo.clamped_geometric_logmatrix(np.arange(0, 7), 0, 6, 0.4)
+    np.testing.assert_allclose(inside, geo.truncated_geometric_logmatrix(6, 0.4).T, rtol=1e-12)
+    assert geo.clamped_geometric_logmatrix([5], 3, 3, 1.0).shape == (1, 1)
+
+
+def test_clamped_law_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="high"):
+        geo.clamped_geometric_logmatrix([0], 3, 2, 1.0)
+    with pytest.raises(ValueError, match="integers"):
+        geo.clamped_geometric_logmatrix([0.5], 0, 2, 1.0)
+    with pytest.raises(ValueError, match="eps"):
+        geo.clamped_geometric_logmatrix([0], 0, 2, 0.0)

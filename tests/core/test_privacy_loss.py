@@ -89,3 +89,37 @@ def test_the_chapters_entry_points_are_this_loss():
     assert posterior_release.privacy_loss_multi("EHD", 3, eps, alpha) == worst_case_privacy_loss(
         logs, replace_one_pairs(data), log_probabilities=True
     )
+
+
+def test_count_summaries_and_their_neighbour_pairs():
+    s = privacy_loss.count_summaries(3)
+    assert s.shape == (10, 2) and np.all(s[:, 1] <= s[:, 0])
+    np.testing.assert_array_equal(privacy_loss.count_summaries(3, n=2), [[2, 0], [2, 1], [2, 2]])
+    rows = {tuple(r) for r in s}
+    add = {(tuple(s[i]), tuple(s[j])) for i, j in privacy_loss.summary_pairs(s, "add-remove")}
+    replace = {(tuple(s[i]), tuple(s[j])) for i, j in privacy_loss.summary_pairs(s, "replace-one")}
+    # every pair by brute force from the definitions: sizes one apart and the smaller a sub-multiset, or same size and counts one apart
+    expect_add = {(u, v) for u in rows for v in rows if abs(u[0] - v[0]) == 1
+                  and (min(u, v)[1] in (max(u, v)[1], max(u, v)[1] - 1))}
+    expect_replace = {(u, v) for u in rows for v in rows if u[0] == v[0] and abs(u[1] - v[1]) == 1}
+    assert add == expect_add and replace == expect_replace
+    with pytest.raises(ValueError, match="neighbours"):
+        privacy_loss.summary_pairs(s, "swap")
+    with pytest.raises(ValueError, match="0 <= c <= n"):
+        privacy_loss.summary_pairs(np.array([[1, 2], [2, 2]]), "add-remove")
+    with pytest.raises(ValueError, match="no two neighbours"):
+        privacy_loss.summary_pairs(np.array([[1, 0], [3, 0]]), "add-remove")
+
+
+def test_summary_loss_of_a_law_that_reveals_n_is_infinite_under_add_remove_only():
+    # output = n exactly (no noise on n), count with a randomised response: private under replace-one only
+    s = privacy_loss.count_summaries(2)
+    eps = 0.7
+    law = np.zeros((len(s), 3 * 2))
+    for i, (k, c) in enumerate(s):
+        p = np.exp(-eps * np.abs(np.arange(2) - min(c, 1)))
+        law[i, 2 * k: 2 * k + 2] = p / p.sum()
+    assert privacy_loss.exact_summary_privacy_loss(law, s, "replace-one").eps == pytest.approx(eps)
+    assert privacy_loss.exact_summary_privacy_loss(law, s, "add-remove").eps == np.inf
+    with pytest.raises(ValueError, match="one row per row"):
+        privacy_loss.exact_summary_privacy_loss(law[:-1], s, "add-remove")

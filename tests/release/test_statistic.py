@@ -481,3 +481,75 @@ def test_an_interval_covering_every_count_warns_without_the_count():
         warnings.simplefilter("error", release.UninformativeIntervalWarning)
         r = release.release_count_geometric(370, 1000, 1.0)  # half-width a few counts: informative
     assert r.interval[1] - r.interval[0] < 20
+
+
+# ------------------------------------------------------------------ minimax remap and neighbour relations
+
+
+def test_minimax_count_release_is_the_certified_remap_times_n():
+    from dpbayes.choosing import minimax
+
+    n, eps = 60, 0.2
+    mech = release.GeometricCountRelease(n, eps, estimator="minimax")
+    cert = estimator_choice.minimax_certificate(n, eps)
+    est = np.array([mech.estimate_of(z) for z in range(n + 1)])
+    np.testing.assert_allclose(est, n * cert.remap, rtol=1e-12)
+    per_count = minimax.remap_risk(cert.remap, eps) * n**2
+    bayes, worst = mech.risks()
+    assert bayes is None and mech.loss == "squared"
+    assert worst == pytest.approx(per_count.max(), rel=1e-9)
+    # worst-case optimal: below the clamped count's worst risk, and within the certificate's gap of its lower bound
+    assert worst < release.GeometricCountRelease(n, eps).risks()[1]
+    assert worst <= cert.lower_bound * n**2 * (1 + 2 * estimator_choice.MINIMAX_TOL)
+    r = mech.release(17)
+    assert r.estimator == "minimax" and r.estimate == pytest.approx(n * cert.remap[r.noisy_count])
+
+
+def _own_size_clamp_log_law(summaries, n_bound, eps):
+    """The flawed release: noisy count clamped to the data set's own size n (padded to 0..n_bound)."""
+    from dpbayes.core.geometric import clamped_geometric_logmatrix
+
+    out = np.full((len(summaries), n_bound + 1), -np.inf)
+    for i, (k, c) in enumerate(summaries):
+        out[i, : k + 1] = clamped_geometric_logmatrix([c], 0, k, eps)[0]
+    return out
+
+
+@pytest.mark.parametrize("n_bound, eps", [(3, 1.0), (8, 0.3), (20, 2.0)])
+def test_count_release_passes_the_exact_audit_under_both_relations_and_the_own_size_clamp_fails(n_bound, eps):
+    """Every data set of at most n_bound records, summarised by (size, count): the release with the public
+    bound has privacy loss eps under add/remove and under replace-one; clamping to the data's own size has
+    eps under replace-one and an infinite loss under add/remove (an output impossible at (n, n) is possible
+    at (n + 1, n))."""
+    from dpbayes.core import privacy_loss
+
+    mech = release.GeometricCountRelease(n_bound, eps, neighbours="add-remove")
+    summaries = privacy_loss.count_summaries(n_bound)
+    law = mech.output_log_law()[summaries[:, 1]]  # depends on the count only
+    for relation in ("add-remove", "replace-one"):
+        result = privacy_loss.exact_summary_privacy_loss(law, summaries, relation, log_probabilities=True)
+        assert result.eps == pytest.approx(eps, rel=1e-9), relation
+    flawed = _own_size_clamp_log_law(summaries, n_bound, eps)
+    assert privacy_loss.exact_summary_privacy_loss(flawed, summaries, "replace-one", log_probabilities=True).eps == pytest.approx(eps, rel=1e-9)
+    bad = privacy_loss.exact_summary_privacy_loss(flawed, summaries, "add-remove", log_probabilities=True)
+    assert bad.eps == np.inf
+    assert summaries[bad.x_prime][0] == summaries[bad.x][0] + 1 or summaries[bad.x][0] == summaries[bad.x_prime][0] + 1
+
+
+@pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # n = 4, eps = 1: every interval is 0..4
+def test_output_log_law_is_what_the_release_draws():
+    mech = release.GeometricCountRelease(N_SMALL, EPS, neighbours="add-remove")
+    np.testing.assert_allclose(np.exp(mech.output_log_law()), release.OptimalProportionRelease(N_SMALL, EPS).output_law(), atol=1e-14)
+    drawn = {c: np.array([mech.release(c).noisy_count for _ in range(4000)]) for c in (0, 2)}
+    assert chi_square_pvalue(drawn, np.exp(mech.output_log_law())) > ALPHA
+    assert mech.release(1).neighbours == "add-remove"
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(neighbours="bounded"), "neighbours"),
+    (dict(neighbours="add-remove", estimator="mean", prior=(1, 1)), "not available for neighbours='add-remove'"),
+    (dict(neighbours="add-remove", estimator="median", prior=(1, 1)), "not available"),
+])
+def test_count_release_refuses_a_bad_relation(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        release.GeometricCountRelease(30, 1.0, **kwargs)

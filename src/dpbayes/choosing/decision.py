@@ -23,10 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dpbayes.choosing.candidates import CANDIDATES, Comparison, _as_prior, compare_estimators, minimax_certificate
-from dpbayes.core.validation import check_choice, check_in_range
+import numpy as np
+from scipy import optimize
 
-__all__ = ["CRITERIA", "DEFAULT_GUARD", "RELEASES", "Recommendation", "recommend"]
+from dpbayes.choosing.candidates import CANDIDATES, Comparison, _as_prior, compare_estimators, minimax_certificate
+from dpbayes.core.validation import check_choice, check_in_range, check_int
+
+__all__ = ["CRITERIA", "DEFAULT_GUARD", "RELEASES", "Recommendation", "recommend", "prior_gain", "Crossing", "n_eps_crossings"]
 
 #: The criteria of :func:`recommend`.
 CRITERIA = ("average", "worst", "guarded")
@@ -158,3 +161,99 @@ def recommend(
         minimax_lower_bound=float("nan") if cert is None else float(cert.lower_bound),
         guard=guard if criterion == "guarded" else None, comparison=cmp,
     )
+
+
+def prior_gain(n: int, eps: float, prior: Any) -> tuple[float, float]:
+    """What the prior's remap gains on average, and what it may cost in the worst case.
+
+    Parameters
+    ----------
+    n : int
+        Number of records.
+    eps : float
+        Privacy parameter.
+    prior : (a, b) or CountPrior
+        The prior of the remap (and the average).
+
+    Returns
+    -------
+    average : float
+        Best prior-free Bayes risk over the Bayes remap's (the optimum's): ``>= 1``, the gain on average.
+    worst : float
+        The Bayes remap's worst risk over counts over the best prior-free worst risk (the minimax
+        remap's): ``>= 1`` up to the certificate's tolerance, the price in the worst case.
+
+    Notes
+    -----
+    Squared error about the data set's proportion; the prior-free candidates are every registered one
+    that uses no prior (Laplace raw, clamped, rounded; geometric; geometric + minimax remap).
+    """
+    free = [nm for nm, c in CANDIDATES.items() if not c.uses_prior and not c.reference]
+    cmp = compare_estimators(n, eps, prior=prior, estimand="proportion", candidates=free + ["geometric-bayes"])
+    opt = cmp.names.index("geometric-bayes")
+    f = [cmp.names.index(nm) for nm in free if nm in cmp.names]
+    return (float(min(cmp.bayes_risk[i] for i in f) / cmp.bayes_risk[opt]),
+            float(cmp.worst_risk[opt] / min(cmp.worst_risk[i] for i in f)))
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """A value of ``n eps`` where a ratio of :func:`prior_gain` crosses ``1 + tolerance``.
+
+    ``rising``: the ratio exceeds ``1 + tolerance`` above ``n_eps`` (below it otherwise).
+    """
+
+    criterion: str
+    n: int
+    n_eps: float
+    rising: bool
+
+
+def n_eps_crossings(n: int, prior: Any, *, tolerance: float = 0.05, n_eps_range: tuple[float, float] = (0.1, 1e4),
+                    scan: int = 25) -> list[Crossing]:
+    """Where, in ``n eps``, the prior's gain on average and its worst-case price cross ``1 + tolerance``.
+
+    Every ratio of :func:`prior_gain` is evaluated on ``scan`` log-spaced values of ``n eps`` in
+    ``n_eps_range`` (``eps <= 20``); each sign change of ``log(ratio / (1 + tolerance))`` is then located
+    by Brent's method on ``log(n eps)`` to a relative ``1e-4``. A crossing between two scan points that the
+    scan misses (two crossings within one step, about 47 % in ``n eps`` at the defaults) is not found.
+
+    Parameters
+    ----------
+    n : int
+        Number of records, ``2 <= n <= 10**6``.
+    prior : (a, b) or CountPrior
+    tolerance : float
+        Relative tolerance, ``0 < tolerance < 1``.
+    n_eps_range : (float, float)
+        Range of ``n eps`` searched.
+    scan : int
+        Number of scan points, ``5 <= scan <= 200``.
+
+    Returns
+    -------
+    list of Crossing
+        Criterion ``"average"`` (best prior-free over optimum) and ``"worst"`` (remap's worst over the
+        best prior-free worst), grouped by criterion, each in increasing ``n eps``.
+    """
+    n = check_int("n", n, minimum=2, maximum=10**6)
+    tolerance = float(check_in_range("tolerance", tolerance, 0.0, 1.0, low_open=True, high_open=True))
+    scan = check_int("scan", scan, minimum=5, maximum=200)
+    lo, hi = (float(v) for v in n_eps_range)
+    hi = min(hi, 20.0 * n)
+    if not 0.0 < lo < hi:
+        raise ValueError(f"n_eps_range must satisfy 0 < low < high (high capped at 20 n), got {n_eps_range!r}")
+    level = np.log1p(tolerance)
+
+    def g(log_k: float, which: int) -> float:
+        return float(np.log(prior_gain(n, float(np.exp(log_k)) / n, prior)[which]) - level)
+
+    grid = np.linspace(np.log(lo), np.log(hi), scan)
+    values = np.array([[np.log(r) - level for r in prior_gain(n, float(np.exp(k)) / n, prior)] for k in grid])
+    out = []
+    for which, criterion in enumerate(("average", "worst")):
+        v = values[:, which]
+        for i in np.nonzero(np.sign(v[:-1]) * np.sign(v[1:]) < 0)[0]:
+            root = optimize.brentq(g, grid[i], grid[i + 1], args=(which,), xtol=1e-4)
+            out.append(Crossing(criterion, n, float(np.exp(root)), bool(v[i + 1] > v[i])))
+    return sorted(out, key=lambda c: (c.criterion, c.n_eps))

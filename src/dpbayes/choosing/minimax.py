@@ -446,7 +446,7 @@ def _lifted_prior(n: int, eps: float, tol: float, max_seconds: float) -> FloatAr
     values = np.r_[w[0], cdf_r[:-1], cdf_r[-1]]
     half = n // 2
     edges = np.r_[(np.arange(half) + 0.5) * eps, 0.5 * kappa]  # upper edge of each fine count's cell, left half
-    cdf = np.interp(edges, knots, values)
+    cdf = np.asarray(np.interp(edges, knots, values), dtype=float)
     beyond = edges > knots[-1]
     cdf[beyond] = values[-1] + (edges[beyond] - knots[-1]) * w[half_r] / eps_r
     left = np.diff(np.r_[0.0, cdf])

@@ -36,6 +36,7 @@ __all__ = [
     "truncated_geometric_logpmf",
     "truncated_geometric_logmatrix",
     "truncated_geometric_matrix",
+    "clamped_geometric_logmatrix",
     "geometric_row_factors",
     "geometric_kernel_sums",
     "sample_two_sided_geometric",
@@ -151,6 +152,55 @@ def truncated_geometric_logmatrix(n: int, eps: float) -> NDArray[np.float64]:
     logG[0, :] = -eps * dist[0] + log_end
     logG[n, :] = -eps * dist[n] + log_end
     return logG
+
+
+def clamped_geometric_logmatrix(values: ArrayLike, low: int, high: int, eps: float) -> NDArray[np.float64]:
+    """``log P(z | v)`` of ``z = clamp(v + G, low, high)`` for ``z = low..high``, one row per input ``v``.
+
+    The truncated geometric law on any integer window ``{low..high}``, for inputs inside or outside it
+    (a released number of records clamped to ``{1..n_bound}`` has the input ``n = 0`` below its window).
+    Interior ``z``: ``log((1 - a)/(1 + a)) - eps |z - v|``; the ends collect the tails,
+    ``P(G <= low - v)`` and ``P(G >= high - v)``, with ``P(G >= k) = a^k / (1 + a)`` for ``k >= 1`` and
+    ``P(G >= k) = 1 - a^(1 - k) / (1 + a)`` for ``k <= 0`` (``a = e^-eps``; Ghosh et al. 2009). For
+    ``low = 0``, ``high = n`` and ``v`` in ``{0..n}`` the rows are the columns of
+    :func:`truncated_geometric_logmatrix`.
+
+    Parameters
+    ----------
+    values : array_like of int, shape (m,)
+        Inputs ``v`` (any integers).
+    low, high : int
+        The output window, ``low <= high``.
+    eps : float
+        Privacy parameter, ``> 0``.
+
+    Returns
+    -------
+    ndarray, shape (m, high - low + 1)
+        Rows sum to 1 (in linear scale).
+    """
+    low = check_int("low", low)
+    high = check_int("high", high, minimum=low)
+    eps = check_positive("eps", eps)
+    v = np.atleast_1d(np.asarray(values))
+    if v.ndim != 1 or v.dtype.kind not in "iu":
+        raise ValueError("values must be a 1-D array of integers")
+    v = v.astype(float)[:, None]
+    if high == low:
+        return np.zeros((v.shape[0], 1))
+    log_interior, log_end = geometric_log_normalisers(eps)
+    z = np.arange(low, high + 1, dtype=float)[None, :]
+    out = -eps * np.abs(z - v) + log_interior
+
+    def log_upper_tail(k: NDArray[np.float64]) -> NDArray[np.float64]:
+        # log P(G >= k): a^k / (1 + a) for k >= 1, 1 - a^(1 - k) / (1 + a) for k <= 0
+        far = -eps * np.maximum(k, 1.0) + log_end
+        near = np.log(-np.expm1(-eps * np.maximum(1.0 - k, 1.0) + log_end))
+        return np.where(k >= 1, far, near)
+
+    out[:, 0] = log_upper_tail(v[:, 0] - low)  # P(G <= low - v) = P(G >= v - low) by symmetry
+    out[:, -1] = log_upper_tail(high - v[:, 0])
+    return out
 
 
 def truncated_geometric_matrix(n: int, eps: float) -> NDArray[np.float64]:

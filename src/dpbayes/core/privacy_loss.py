@@ -18,7 +18,9 @@ This module is the one place that computes this number: the chapters' checks
 (:mod:`dpbayes.core.audit`) call it. Neighbour relations: ``"adjacent"`` (data sets counted by their
 number of ones, or counts ``c, c + 1``: replacing one record changes the count by at most one),
 ``"all"`` (local DP), explicit index pairs, or :func:`replace_one_pairs` for category count
-vectors (one record changes category).
+vectors (one record changes category). Data set summaries ``(n, c)`` (number of records, count of ones)
+under the relations of :mod:`dpbayes.core.neighbours`, replace one record or add/remove one:
+:func:`count_summaries`, :func:`summary_pairs` and :func:`exact_summary_privacy_loss`.
 """
 
 from __future__ import annotations
@@ -30,12 +32,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
+from dpbayes.core.neighbours import ADD_REMOVE, check_neighbours
 from dpbayes.core.validation import check_int, check_positive
 
 __all__ = [
     "ExactAudit",
     "neighbour_pairs",
     "replace_one_pairs",
+    "count_summaries",
+    "summary_pairs",
+    "exact_summary_privacy_loss",
     "exact_privacy_loss",
     "worst_case_privacy_loss",
 ]
@@ -298,3 +304,105 @@ def worst_case_privacy_loss(
     """
     logM = _as_log_matrix(P, input_axis, log_probabilities, sum_atol)
     return max(_max_log_ratio(logM, neighbour_pairs(logM.shape[0], neighbours)), 0.0)
+
+
+def count_summaries(n_bound: int, *, n: int | None = None) -> NDArray[np.intp]:
+    """Every data set summary ``(n, c)`` with ``0 <= c <= n <= n_bound``: the inputs of a count release.
+
+    A data set of binary records is summarised by its number of records ``n`` and its count of ones
+    ``c``; the releases of a count or a proportion see nothing else. Ordered by ``n``, then ``c``.
+
+    Parameters
+    ----------
+    n_bound : int
+        Public bound on the number of records, ``>= 1``.
+    n : int, optional
+        Keep only the summaries of this size (``0 <= n <= n_bound``): the domain of a release whose
+        ``n`` is public (replace one record).
+
+    Returns
+    -------
+    ndarray of int, shape (m, 2)
+        Rows ``(n, c)``; ``m = (n_bound + 1)(n_bound + 2) / 2`` without ``n``, ``n + 1`` with it.
+    """
+    n_bound = check_int("n_bound", n_bound, minimum=1)
+    sizes = range(n_bound + 1) if n is None else [check_int("n", n, minimum=0, maximum=n_bound)]
+    rows = [(k, c) for k in sizes for c in range(k + 1)]
+    return np.array(rows, dtype=np.intp).reshape(-1, 2)
+
+
+def summary_pairs(summaries: ArrayLike, neighbours: str) -> NDArray[np.intp]:
+    """Ordered neighbour pairs of row indices of ``summaries`` under a relation of :mod:`dpbayes.core.neighbours`.
+
+    ``"replace-one"``: ``(n, c) ~ (n, c + 1)`` (one record changes value; ``n`` unchanged).
+    ``"add-remove"``: ``(n, c) ~ (n + 1, c)`` and ``(n, c) ~ (n + 1, c + 1)`` (one record, a 0 or a 1,
+    added). Both orders of every pair are returned (:func:`neighbour_pairs`); a neighbour that is not a
+    row of ``summaries`` is left out.
+
+    Parameters
+    ----------
+    summaries : array_like of int, shape (m, 2)
+        Rows ``(n, c)`` with ``0 <= c <= n``, e.g. from :func:`count_summaries`.
+    neighbours : {"replace-one", "add-remove"}
+        The relation.
+
+    Returns
+    -------
+    ndarray of shape (m', 2)
+        Ordered pairs of row indices, sorted.
+    """
+    neighbours = check_neighbours(neighbours)
+    d = np.asarray(summaries)
+    if d.ndim != 2 or d.shape[1] != 2 or d.shape[0] < 2 or d.dtype.kind not in "iu":
+        raise ValueError(f"summaries must be an (m, 2) integer array of rows (n, c) with m >= 2, got shape {d.shape}")
+    if np.any(d[:, 1] < 0) or np.any(d[:, 1] > d[:, 0]):
+        raise ValueError("summaries must hold rows (n, c) with 0 <= c <= n")
+    index = {(int(k), int(c)): r for r, (k, c) in enumerate(d)}
+    steps = ((1, 0), (1, 1)) if neighbours == ADD_REMOVE else ((0, 1),)
+    pairs = [(r, index[(int(k) + dn, int(c) + dc)]) for r, (k, c) in enumerate(d) for dn, dc in steps
+             if (int(k) + dn, int(c) + dc) in index]
+    if not pairs:
+        raise ValueError(f"summaries hold no two neighbours under neighbours={neighbours!r}")
+    return neighbour_pairs(d.shape[0], np.array(pairs, dtype=np.intp))
+
+
+def exact_summary_privacy_loss(
+    P: ArrayLike,
+    summaries: ArrayLike,
+    neighbours: str,
+    *,
+    log_probabilities: bool = False,
+    sum_atol: float | None = 1e-6,
+) -> ExactAudit:
+    """Exact worst-case privacy loss of a release of a data set summary ``(n, c)`` under a neighbour relation.
+
+    :func:`exact_privacy_loss` with the pairs of :func:`summary_pairs`: the release's output law is given
+    for every summary on one finite output space (outputs a release cannot produce at some summary have
+    probability 0 there, so a release whose outputs reveal ``n`` gets an infinite loss under add/remove).
+
+    Parameters
+    ----------
+    P : array_like, shape (m, n_outputs)
+        ``P[i, o]``: probability (or, with ``log_probabilities``, log-probability) of output ``o`` given
+        the summary ``summaries[i]``.
+    summaries : array_like of int, shape (m, 2)
+        Rows ``(n, c)`` (:func:`count_summaries`).
+    neighbours : {"replace-one", "add-remove"}
+        The relation (:mod:`dpbayes.core.neighbours`).
+    log_probabilities : bool
+        ``P`` holds log-probabilities.
+    sum_atol : float or None
+        Each row must sum to 1 within this tolerance (``None`` skips the check).
+
+    Returns
+    -------
+    ExactAudit
+        ``x`` and ``x_prime`` are row indices of ``summaries``; ``output`` is a column of ``P``.
+    """
+    logM = _as_log_matrix(P, 0, log_probabilities, sum_atol)
+    d = np.asarray(summaries)
+    if d.ndim != 2 or d.shape[0] != logM.shape[0]:
+        raise ValueError(f"summaries must have one row per row of P ({logM.shape[0]}), got shape {d.shape}")
+    pairs = summary_pairs(d, neighbours)
+    eps, i, j, o = _worst_log_ratio(logM, pairs)
+    return ExactAudit(eps=eps, x=i, x_prime=j, output=o, n_pairs=int(pairs.shape[0]))

@@ -16,7 +16,8 @@ the post-processing that the book shows to be accurate:
   Beta or grid prior and squared or absolute loss;
 * :class:`GeometricCountRelease` / :func:`release_count_geometric` -- the count itself released with
   OpenDP's geometric noise, clamped to ``{0..n}``: prior-free (``estimator="none"``, with an exact
-  prior-free interval), or followed by the posterior mean or median under a ``Beta(a, b)`` prior on
+  prior-free interval, or ``estimator="minimax"``, the remap with the smallest worst mean squared
+  error over the counts, :mod:`dpbayes.choosing.minimax`), or followed by the posterior mean or median under a ``Beta(a, b)`` prior on
   the proportion (a hierarchical prior for an unknown ``p``; flat: ``(1, 1)``) or a known ``p``
   (chapter 5: the optimal count release);
 * :class:`LaplaceCountRelease` / :func:`release_count_laplace` -- a count released with OpenDP's
@@ -32,7 +33,10 @@ and ``eps``).
 
 Unit of privacy (both mechanisms): one record of a data set of ``n`` records, each contributing 0
 or 1 to the count. Two data sets are neighbours when they differ in one record, so their counts
-differ by at most 1; ``n`` is public (not computed from the confidential data). Every release
+differ by at most 1; ``n`` is public (not computed from the confidential data). The count release
+also takes the other relation, one record added or removed (:mod:`dpbayes.core.neighbours`), with
+``n`` a public *bound* on the number of records: clamping a noisy count to the data's own size is
+not private under it. Every release
 spends ``eps`` of privacy budget: ``k`` releases about the same records are ``k eps``-DP together
 (basic composition), and the same count released twice is *two* releases.
 
@@ -55,7 +59,8 @@ from dpbayes.counting import model as counting, metrics as counting_metrics
 from dpbayes.choosing import candidates as estimator_choice
 from dpbayes.ubapp import median_remap
 from dpbayes.core._extras import lazy_module, require
-from dpbayes.core.geometric import truncated_geometric_logmatrix
+from dpbayes.core.geometric import clamped_geometric_logmatrix, truncated_geometric_logmatrix
+from dpbayes.core.neighbours import ADD_REMOVE, REPLACE_ONE, check_neighbours
 from dpbayes.core.losses import LOSSES
 from dpbayes.ubapp.optimal import (
     beta_posterior_mean_remap, beta_prior_on_grid, betabinom_logpmf, ubapp_exact,
@@ -85,6 +90,7 @@ __all__ = [
     "GeometricCountReleaseResult",
     "release_count_geometric",
     "COUNT_ESTIMATORS",
+    "PRIOR_FREE_COUNT_ESTIMATORS",
     "PRIOR_SHARE_MAX",
     "opendp_measurement",
     "PrivacyMapError",
@@ -709,8 +715,10 @@ class UninformativeIntervalWarning(UserWarning):
     """A released interval covers every possible value: at this ``n`` and eps the noise hides the count."""
 
 
-#: Estimators of :class:`GeometricCountRelease`: the noisy count itself, or the posterior mean or median.
-COUNT_ESTIMATORS = ("none", "mean", "median")
+#: Estimators of :class:`GeometricCountRelease`: the noisy count itself, its minimax remap, or the posterior mean or median.
+COUNT_ESTIMATORS = ("none", "minimax", "mean", "median")
+#: Estimators of :class:`GeometricCountRelease` without a prior (the others need one).
+PRIOR_FREE_COUNT_ESTIMATORS = ("none", "minimax")
 
 
 @dataclass(frozen=True)
@@ -720,7 +728,7 @@ class GeometricCountReleaseResult:
     Attributes
     ----------
     estimate : float
-        The released count (``estimator="none"``) or its posterior mean / median given it.
+        The released count (``estimator="none"``), its minimax remap, or its posterior mean / median given it.
     noisy_count : int
         OpenDP's geometric-noised count, clamped to ``{0..n}``.
     interval : tuple of int
@@ -729,10 +737,10 @@ class GeometricCountReleaseResult:
         all of ``[0, n]`` the release warns (:class:`UninformativeIntervalWarning`).
     level : float
         The interval's guaranteed coverage.
-    n, eps, eps_spent, estimator
+    n, eps, eps_spent, estimator, neighbours
         As the mechanism's.
     loss : {"squared", "absolute"}
-        Loss of the risks: squared for ``"none"`` and ``"mean"``, absolute for ``"median"``.
+        Loss of the risks: squared for ``"none"``, ``"minimax"`` and ``"mean"``, absolute for ``"median"``.
     bayes_risk : float or None
         Exact risk averaged over the prior (``None`` without a prior). All of it is added by privacy: the
         count is known without noise.
@@ -754,6 +762,7 @@ class GeometricCountReleaseResult:
     bayes_risk: float | None
     worst_risk: float
     estimand: str = "count"
+    neighbours: str = REPLACE_ONE
 
 
 class GeometricCountRelease:
@@ -766,13 +775,16 @@ class GeometricCountRelease:
     Parameters
     ----------
     n : int
-        Number of records (public), ``1 <= n <= MAX_N``.
+        Number of records (public), ``1 <= n <= MAX_N``; under ``neighbours="add-remove"`` a public upper
+        bound on the number of records (never ``len(data)``: the data set's size is then confidential).
     eps : float
         Privacy parameter in ``[MIN_EPS, MAX_EPS]``.
-    estimator : {"none", "mean", "median"}
+    estimator : {"none", "minimax", "mean", "median"}
         ``"none"``: the clamped noisy count itself (prior-free; chapter 5 shows where it is within a few
-        per cent of the optimum). ``"mean"`` / ``"median"``: the posterior mean / median of the count
-        (the Bayes estimates for squared / absolute error).
+        per cent of the optimum). ``"minimax"``: the remap of it with the smallest worst mean squared error
+        over the counts ``0..n`` (prior-free; Gupte & Sundararajan 2010;
+        :func:`dpbayes.choosing.candidates.minimax_certificate`). ``"mean"`` / ``"median"``: the posterior
+        mean / median of the count (the Bayes estimates for squared / absolute error).
     prior : (a, b) or float, optional
         Needed by ``"mean"`` and ``"median"``; allowed with ``"none"`` (it then only sets ``bayes_risk``).
         A pair ``(a, b)``: ``p ~ Beta(a, b)`` and the count Beta-binomial (``(1, 1)``: flat, every count
@@ -780,31 +792,48 @@ class GeometricCountRelease:
         ``(0, 1)``: the count is ``Binomial(n, p)`` with ``p`` known from outside the data.
     level : float
         Coverage of the prior-free interval, in ``(0, 1)``.
+    neighbours : {"replace-one", "add-remove"}
+        The neighbour relation of the guarantee (:mod:`dpbayes.core.neighbours`). ``"add-remove"`` takes the
+        prior-free estimators only (a prior on the count of ``n`` records assumes ``n`` records).
 
     Notes
     -----
     Privacy guarantee: eps-DP for data sets of ``n`` records differing in one record (replace one;
-    ``n`` public): OpenDP's geometric measurement, privacy map at distance 1 checked ``<= eps``;
-    clamping, the estimate and the interval are post-processing. Uses ``dp.enable_features("contrib")``.
+    ``n`` public), and with ``neighbours="add-remove"`` eps-DP for data sets of at most ``n`` records, one
+    record added or removed: a count moves by at most 1 under either relation, OpenDP's geometric
+    measurement has privacy map at distance 1 checked ``<= eps``, and the clamp to the public ``{0..n}``,
+    the estimate and the interval are post-processing. The output law depends on the count only
+    (:meth:`output_log_law`), which ``tests/release/test_statistic.py`` audits exactly under both relations.
+    Uses ``dp.enable_features("contrib")``.
     """
 
     n: int
     eps: float
     estimator: str
     level: float
+    neighbours: str
     half_width: int
     eps_spent: float
     _measurement: Any
 
-    def __init__(self, n: int, eps: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9) -> None:
+    def __init__(
+        self, n: int, eps: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9,
+        neighbours: str = REPLACE_ONE,
+    ) -> None:
         self.n = check_int("n", n, minimum=1, maximum=MAX_N)
         self.eps = _check_eps(eps)
         self.estimator = check_choice("estimator", estimator, COUNT_ESTIMATORS)
         if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real) or not 0.0 < float(level) < 1.0:
             raise ValueError(f"level must lie in (0, 1), got {level!r}")
         self.level = float(level)
+        self.neighbours = check_neighbours(neighbours)
+        if self.neighbours == ADD_REMOVE and self.estimator not in PRIOR_FREE_COUNT_ESTIMATORS:
+            raise ValueError(
+                f"estimator={self.estimator!r} is not available for neighbours='add-remove': allowed "
+                f"{', '.join(map(repr, PRIOR_FREE_COUNT_ESTIMATORS))} (a prior on the count assumes a known number of records)"
+            )
         if prior is None:
-            if self.estimator != "none":
+            if self.estimator not in PRIOR_FREE_COUNT_ESTIMATORS:
                 raise ValueError(f"estimator={self.estimator!r} needs a prior: (a, b) for p ~ Beta(a, b) (unknown p; (1, 1) is flat) or p")
             self.prior: estimator_choice.CountPrior | None = None
         elif isinstance(prior, tuple):
@@ -836,11 +865,30 @@ class GeometricCountRelease:
         z = check_int("z", z, minimum=0, maximum=self.n)
         if self.estimator == "none":
             return float(z)
+        if self.estimator == "minimax":
+            return float(self.n * self._minimax_remap()[z])
         # given z the truncated geometric likelihood is proportional to a^|z - c| (its row factor does not depend on c)
         post = np.exp(self._log_posterior(z))
         if self.estimator == "mean":
             return float(post @ np.arange(self.n + 1))
         return float(np.searchsorted(np.cumsum(post), 0.5 - 1e-12))
+
+    def _minimax_remap(self) -> NDArray[np.float64]:
+        # the remap of z / n for the proportion; on the count scale times n (squared error scales by n^2)
+        return np.asarray(estimator_choice.minimax_certificate(self.n, self.eps, "proportion", "squared").remap)
+
+    def output_log_law(self) -> NDArray[np.float64]:
+        """``log P(noisy_count = z | count = c)``, rows ``c = 0..n``, columns ``z = 0..n``: the clamped geometric law.
+
+        What :meth:`release` draws (OpenDP's geometric noise, then the clamp to ``{0..n}``); it depends on
+        the count only, not on the number of records, so it is private under add/remove as well when ``n``
+        is a public bound. Dense: ``n <= OUTPUT_LAW_MAX_N``.
+        """
+        if self.n > OUTPUT_LAW_MAX_N:
+            raise ValueError(
+                f"output_log_law() is a dense (n + 1) x (n + 1) matrix, available for n <= {OUTPUT_LAW_MAX_N}, got n = {self.n}"
+            )
+        return clamped_geometric_logmatrix(np.arange(self.n + 1), 0, self.n, self.eps)
 
     def risks(self) -> tuple[float | None, float]:
         """``(bayes_risk, worst_risk)`` in the mechanism's loss, on the count scale (see the result's fields).
@@ -853,8 +901,8 @@ class GeometricCountRelease:
         if self._risks is None:
             n = self.n
             pr = self.prior if self.prior is not None else estimator_choice.CountPrior.beta(1.0, 1.0)
-            if self.estimator in ("none", "mean"):
-                name = "geometric" if self.estimator == "none" else "geometric-bayes"
+            if self.estimator in ("none", "minimax", "mean"):
+                name = {"none": "geometric", "minimax": "geometric-minimax", "mean": "geometric-bayes"}[self.estimator]
                 bias, msd = estimator_choice.candidate_moments(name, n, self.eps, pr, "proportion")
                 bayes = None if self.prior is None else estimator_choice.bayes_risk(bias, msd, self.prior, "proportion") * n**2
                 self._risks = (bayes, float(np.max(msd)) * n**2)
@@ -878,22 +926,26 @@ class GeometricCountRelease:
         return GeometricCountReleaseResult(
             estimate=self.estimate_of(z), noisy_count=z, interval=(max(z - k, 0), min(z + k, self.n)), level=self.level,
             n=self.n, eps=self.eps, eps_spent=self.eps_spent, estimator=self.estimator, loss=self.loss,
-            bayes_risk=bayes, worst_risk=worst,
+            bayes_risk=bayes, worst_risk=worst, neighbours=self.neighbours,
         )
 
 
 def release_count_geometric(
     count: int, n: int, eps: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9,
+    neighbours: str = REPLACE_ONE,
 ) -> GeometricCountReleaseResult:
     """Release a count once with OpenDP's clamped geometric noise (chapter 5).
 
-    Shorthand for ``GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level).release(count)``.
+    Shorthand for ``GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level,
+    neighbours=neighbours).release(count)``.
 
     Notes
     -----
-    Privacy guarantee: eps-DP with respect to one record replaced (``n`` public); everything after the
-    noise is post-processing. Uses ``dp.enable_features("contrib")``. Every call spends ``eps`` again.
+    Privacy guarantee: eps-DP with respect to one record replaced (``n`` public), or with
+    ``neighbours="add-remove"`` one record added or removed (``n`` a public bound on the number of
+    records, not the data's own size); everything after the noise is post-processing. Uses
+    ``dp.enable_features("contrib")``. Every call spends ``eps`` again.
     """
     n = check_int("n", n, minimum=1, maximum=MAX_N)
     _check_count(count, n)
-    return GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level).release(count)
+    return GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level, neighbours=neighbours).release(count)
