@@ -22,10 +22,25 @@ def test_worst_case_picks_the_certified_minimax_remap() -> None:
 
 def test_average_is_compare_estimators_best() -> None:
     for prior in [(1, 1), (30, 70), (0.5, 0.5)]:
-        rec = recommend(200, 0.5, prior=prior, criterion="average")
+        rec = recommend(200, 0.5, prior=prior, criterion="average", tie=0.0)
         cmp = ec.compare_estimators(200, 0.5, prior=prior, candidates=list(RELEASES))
         assert rec.candidate == cmp.best
         assert rec.bayes_risk == pytest.approx(float(np.min(cmp.bayes_risk)), rel=1e-12)
+        # with the default tie: the simplest release within 1 % of the best
+        tied = recommend(200, 0.5, prior=prior, criterion="average")
+        within = [nm for nm in RELEASES if cmp.bayes_risk[cmp.names.index(nm)] <= 1.01 * np.min(cmp.bayes_risk)]
+        assert tied.candidate == within[0] and tied.equivalent == tuple(within)
+
+
+def test_a_tie_goes_to_the_simpler_release() -> None:
+    # wage1's size at eps = 1: the minimax remap's worst risk is 0.02 % below the geometric count's
+    strict = recommend(526, 1.0, tie=0.0)
+    assert strict.candidate == "geometric-minimax" and 1.0 < strict.margin < 1.001
+    tied = recommend(526, 1.0)
+    assert tied.candidate == "geometric" and tied.equivalent[:2] == ("geometric", "geometric-minimax")
+    assert tied.margin < 1.0 and tied.runner_up == "geometric-minimax"
+    # n = 100, eps = 0.1: the remap is worth 22 % in the worst case, no tie
+    assert recommend(100, 0.1).equivalent == ("geometric-minimax",)
 
 
 def test_guard_interpolates_between_the_criteria() -> None:
@@ -48,6 +63,7 @@ def test_call_is_filled_in() -> None:
     (dict(criterion="guarded"), "prior"),
     (dict(criterion="best", prior=(1, 1)), "criterion"),
     (dict(prior=(1, 1), guard=-0.1), "guard"),
+    (dict(tie=1.5), "tie"),
 ])
 def test_bad_input(kwargs: dict, word: str) -> None:
     with pytest.raises(ValueError, match=word):
@@ -90,3 +106,18 @@ def test_crossings_in_n_eps_are_where_the_ratios_cross_the_tolerance() -> None:
         n_eps_crossings(n, (1, 1), tolerance=0.0)
     with pytest.raises(ValueError, match="n_eps_range"):
         n_eps_crossings(n, (1, 1), n_eps_range=(5.0, 1.0))
+
+
+def test_regions_join_the_crossings_and_close_at_the_range_ends() -> None:
+    from dpbayes.choosing.decision import n_eps_crossings, n_eps_regions, prior_gain
+
+    n, prior, rng = 10, (1, 1), (0.2, 200.0)
+    found = n_eps_crossings(n, prior, n_eps_range=rng, scan=10)
+    regions = n_eps_regions(n, prior, n_eps_range=rng, scan=10)
+    for which, criterion in enumerate(("average", "worst")):
+        ends = sorted(x for span in regions[criterion] for x in span if x not in rng)
+        assert ends == sorted(c.n_eps for c in found if c.criterion == criterion)
+        for low, high in regions[criterion]:  # above the tolerance inside each region
+            assert prior_gain(n, np.sqrt(low * high) / n, prior)[which] > 1.05
+    # a range where the flat prior's average gain never reaches 5 %: no region
+    assert n_eps_regions(n, prior, n_eps_range=(20.0, 100.0), scan=5)["average"] == []

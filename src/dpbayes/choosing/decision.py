@@ -13,7 +13,10 @@ the exact ones of :func:`dpbayes.choosing.candidates.compare_estimators`. Three 
 * ``"guarded"``: the smallest average risk among the releases whose worst risk is at most
   ``(1 + guard)`` times the smallest worst risk (a prior that is trusted, but not at any price).
 
-Only releases :mod:`dpbayes.release.statistic` can make are candidates (:data:`RELEASES`); the
+Releases whose criterion value is within ``tie`` (default :data:`TIE_TOLERANCE`, 1 %) of the best are
+equivalent, and the simplest of them is chosen, in the order of :data:`RELEASES` (the noisy count itself,
+its minimax remap, the posterior mean, the posterior median): a difference of 0.02 % in risk is no reason to
+publish a remap. Only releases :mod:`dpbayes.release.statistic` can make are candidates (:data:`RELEASES`); the
 Laplace-noise candidates of the registry are dominated by their geometric counterparts at every
 setting the book tabulates (chapter 5) and LBaPP is not a release of this library.
 """
@@ -29,14 +32,16 @@ from scipy import optimize
 from dpbayes.choosing.candidates import CANDIDATES, Comparison, _as_prior, compare_estimators, minimax_certificate
 from dpbayes.core.validation import check_choice, check_in_range, check_int
 
-__all__ = ["CRITERIA", "DEFAULT_GUARD", "RELEASES", "Recommendation", "recommend", "prior_gain", "Crossing", "n_eps_crossings"]
+__all__ = ["CRITERIA", "DEFAULT_GUARD", "TIE_TOLERANCE", "RELEASES", "Recommendation", "recommend", "prior_gain", "Crossing", "n_eps_crossings", "n_eps_regions"]
 
 #: The criteria of :func:`recommend`.
 CRITERIA = ("average", "worst", "guarded")
 #: Default ``guard`` of the ``"guarded"`` criterion: the worst risk may exceed the smallest by 10 %.
 DEFAULT_GUARD = 0.1
-#: The releasable candidates and the call of :mod:`dpbayes.release.statistic` that makes each
-#: (``{prior}`` is filled with the user's ``(a, b)``).
+#: Default ``tie`` of :func:`recommend`: releases within 1 % of the best by the criterion are equivalent.
+TIE_TOLERANCE = 0.01
+#: The releasable candidates, simplest first (ties go to the earlier), and the call of
+#: :mod:`dpbayes.release.statistic` that makes each (``{prior}`` is filled with the user's ``(a, b)``).
 RELEASES: dict[str, str] = {
     "geometric": 'release_count_geometric(count, n, eps)',
     "geometric-minimax": 'release_count_geometric(count, n, eps, estimator="minimax")',
@@ -63,9 +68,13 @@ class Recommendation:
     runner_up : str
         The best other candidate by the same criterion.
     margin : float
-        The runner-up's criterion value over the chosen one's: ``>= 1`` when the runner-up is eligible;
-        below 1 under ``"guarded"`` when no other release is within the guard and the runner-up is the
-        best excluded one (better on average, worse than the guard allows in the worst case).
+        The runner-up's criterion value over the chosen one's. Below 1 in two cases: the runner-up is a
+        less simple release better by less than ``tie`` (an equivalent one), or under ``"guarded"`` it is
+        the best excluded one (better on average, worse than the guard allows in the worst case).
+    equivalent : tuple of str
+        The releases within ``tie`` of the best by the criterion (the chosen one is the first of them).
+    tie : float
+        The relative tolerance of equivalence.
     minimax_lower_bound : float
         Certified lower bound on the worst risk of *any* remap of the geometric count (the Bayes risk of
         the least-favourable prior found); the chosen release's ``worst_risk`` over it says how far
@@ -87,6 +96,8 @@ class Recommendation:
     minimax_lower_bound: float
     guard: float | None
     comparison: Comparison
+    equivalent: tuple[str, ...] = ()
+    tie: float = TIE_TOLERANCE
 
 
 def recommend(
@@ -98,6 +109,7 @@ def recommend(
     guard: float = DEFAULT_GUARD,
     estimand: str = "proportion",
     loss: str = "squared",
+    tie: float = TIE_TOLERANCE,
 ) -> Recommendation:
     """The release of a count of ``n`` records under eps-DP that is best by the named criterion.
 
@@ -118,6 +130,9 @@ def recommend(
         The data set's proportion (default) or the population parameter.
     loss : {"squared", "absolute"}
         Absolute error for the proportion only.
+    tie : float
+        Releases within this relative tolerance of the best by the criterion are equivalent and the
+        simplest is chosen, ``0 <= tie <= 1``.
 
     Returns
     -------
@@ -133,6 +148,7 @@ def recommend(
         criterion = "worst" if prior is None else "guarded"
     criterion = check_choice("criterion", criterion, CRITERIA)
     guard = float(check_in_range("guard", guard, 0.0, 10.0))
+    tie = float(check_in_range("tie", tie, 0.0, 1.0))
     if prior is None and criterion != "worst":
         raise ValueError(f"criterion={criterion!r} averages over a prior: give prior=(a, b), or use criterion='worst'")
     analyst = _as_prior((1.0, 1.0) if prior is None else prior)
@@ -145,11 +161,15 @@ def recommend(
         pool, key = list(cmp.names), (lambda nm: (cmp.worst_risk[idx[nm]], cmp.bayes_risk[idx[nm]]))
     else:
         pool, key = list(cmp.guarded(guard)), (lambda nm: cmp.bayes_risk[idx[nm]])
-    ranked = sorted(pool, key=key)
-    chosen = ranked[0]
-    # the runner-up is the next eligible release (guarded: the next within the guard, if any)
-    runner = ranked[1] if len(ranked) > 1 else (sorted((nm for nm in cmp.names if nm != chosen), key=key) or [chosen])[0]
     value = (lambda nm: cmp.worst_risk[idx[nm]]) if criterion == "worst" else (lambda nm: cmp.bayes_risk[idx[nm]])
+    ranked = sorted(pool, key=key)
+    best = value(ranked[0])
+    # equivalent within the tie: the simplest (earliest in RELEASES) is chosen
+    equivalent = tuple(nm for nm in RELEASES if nm in pool and value(nm) <= best * (1.0 + tie))
+    chosen = equivalent[0]
+    # the runner-up is the best other eligible release (guarded: the best excluded one if none is eligible)
+    others = [nm for nm in ranked if nm != chosen]
+    runner = others[0] if others else (sorted((nm for nm in cmp.names if nm != chosen), key=key) or [chosen])[0]
     margin = float(value(runner) / value(chosen)) if value(chosen) > 0 else float("nan")
     cert = minimax_certificate(cmp.n, cmp.eps, cmp.estimand, loss) if "geometric-minimax" in idx else None
     prior_text = f"({analyst.a:g}, {analyst.b:g})" if analyst.kind == "beta" else f"CountPrior.binomial({analyst.p:g})"
@@ -159,7 +179,7 @@ def recommend(
         bayes_risk=None if prior is None else float(cmp.bayes_risk[idx[chosen]]),
         worst_risk=float(cmp.worst_risk[idx[chosen]]), runner_up=runner, margin=margin,
         minimax_lower_bound=float("nan") if cert is None else float(cert.lower_bound),
-        guard=guard if criterion == "guarded" else None, comparison=cmp,
+        guard=guard if criterion == "guarded" else None, comparison=cmp, equivalent=equivalent, tie=tie,
     )
 
 
@@ -209,6 +229,33 @@ class Crossing:
     rising: bool
 
 
+def _scan(n: int, prior: Any, tolerance: float, n_eps_range: tuple[float, float], scan: int
+          ) -> tuple[list[Crossing], dict[str, bool], tuple[float, float]]:
+    n = check_int("n", n, minimum=2, maximum=10**6)
+    tolerance = float(check_in_range("tolerance", tolerance, 0.0, 1.0, low_open=True, high_open=True))
+    scan = check_int("scan", scan, minimum=5, maximum=200)
+    lo, hi = (float(v) for v in n_eps_range)
+    hi = min(hi, 20.0 * n)
+    if not 0.0 < lo < hi:
+        raise ValueError(f"n_eps_range must satisfy 0 < low < high (high capped at 20 n), got {n_eps_range!r}")
+    level = np.log1p(tolerance)
+
+    def g(log_k: float, which: int) -> float:
+        return float(np.log(prior_gain(n, float(np.exp(log_k)) / n, prior)[which]) - level)
+
+    grid = np.linspace(np.log(lo), np.log(hi), scan)
+    values = np.array([[np.log(r) - level for r in prior_gain(n, float(np.exp(k)) / n, prior)] for k in grid])
+    out = []
+    above_at_low = {}
+    for which, criterion in enumerate(("average", "worst")):
+        v = values[:, which]
+        above_at_low[criterion] = bool(v[0] > 0)
+        for i in np.nonzero(np.sign(v[:-1]) * np.sign(v[1:]) < 0)[0]:
+            root = optimize.brentq(g, grid[i], grid[i + 1], args=(which,), xtol=1e-4)
+            out.append(Crossing(criterion, n, float(np.exp(root)), bool(v[i + 1] > v[i])))
+    return sorted(out, key=lambda c: (c.criterion, c.n_eps)), above_at_low, (lo, hi)
+
+
 def n_eps_crossings(n: int, prior: Any, *, tolerance: float = 0.05, n_eps_range: tuple[float, float] = (0.1, 1e4),
                     scan: int = 25) -> list[Crossing]:
     """Where, in ``n eps``, the prior's gain on average and its worst-case price cross ``1 + tolerance``.
@@ -236,24 +283,35 @@ def n_eps_crossings(n: int, prior: Any, *, tolerance: float = 0.05, n_eps_range:
         Criterion ``"average"`` (best prior-free over optimum) and ``"worst"`` (remap's worst over the
         best prior-free worst), grouped by criterion, each in increasing ``n eps``.
     """
-    n = check_int("n", n, minimum=2, maximum=10**6)
-    tolerance = float(check_in_range("tolerance", tolerance, 0.0, 1.0, low_open=True, high_open=True))
-    scan = check_int("scan", scan, minimum=5, maximum=200)
-    lo, hi = (float(v) for v in n_eps_range)
-    hi = min(hi, 20.0 * n)
-    if not 0.0 < lo < hi:
-        raise ValueError(f"n_eps_range must satisfy 0 < low < high (high capped at 20 n), got {n_eps_range!r}")
-    level = np.log1p(tolerance)
+    return _scan(n, prior, tolerance, n_eps_range, scan)[0]
 
-    def g(log_k: float, which: int) -> float:
-        return float(np.log(prior_gain(n, float(np.exp(log_k)) / n, prior)[which]) - level)
 
-    grid = np.linspace(np.log(lo), np.log(hi), scan)
-    values = np.array([[np.log(r) - level for r in prior_gain(n, float(np.exp(k)) / n, prior)] for k in grid])
-    out = []
-    for which, criterion in enumerate(("average", "worst")):
-        v = values[:, which]
-        for i in np.nonzero(np.sign(v[:-1]) * np.sign(v[1:]) < 0)[0]:
-            root = optimize.brentq(g, grid[i], grid[i + 1], args=(which,), xtol=1e-4)
-            out.append(Crossing(criterion, n, float(np.exp(root)), bool(v[i + 1] > v[i])))
-    return sorted(out, key=lambda c: (c.criterion, c.n_eps))
+def n_eps_regions(n: int, prior: Any, *, tolerance: float = 0.05, n_eps_range: tuple[float, float] = (0.1, 1e4),
+                  scan: int = 25) -> dict[str, list[tuple[float, float]]]:
+    """The intervals of ``n eps`` where each ratio of :func:`prior_gain` exceeds ``1 + tolerance``.
+
+    The crossings of :func:`n_eps_crossings` joined into intervals, closed by the ends of the searched
+    range (``n_eps_range``, its top capped at ``20 n``) where the ratio is above there.
+
+    Returns
+    -------
+    dict
+        ``"average"``: where the prior's remap gains more than ``tolerance`` on average over the best
+        prior-free release; ``"worst"``: where its worst risk exceeds the best prior-free worst risk (the
+        minimax remap's) by more than ``tolerance``. Each a list of ``(low, high)``, possibly empty.
+    """
+    crossings, above_at_low, (lo, hi) = _scan(n, prior, tolerance, n_eps_range, scan)
+    regions: dict[str, list[tuple[float, float]]] = {}
+    for criterion in ("average", "worst"):
+        start = lo if above_at_low[criterion] else None
+        spans = []
+        for c in (c for c in crossings if c.criterion == criterion):
+            if c.rising:
+                start = c.n_eps
+            elif start is not None:
+                spans.append((start, c.n_eps))
+                start = None
+        if start is not None:
+            spans.append((start, hi))
+        regions[criterion] = spans
+    return regions
