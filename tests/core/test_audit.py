@@ -344,3 +344,19 @@ def test_geometric_posterior_release_is_audited_with_loss_eps(eps):
         assert r.claimed_eps == pytest.approx(eps, rel=1e-12)
         assert r.audited_eps == pytest.approx(eps, rel=1e-9), r
         assert r.verdict == "holds", r
+
+
+@pytest.mark.parametrize("eps, n_bound", [(1.0, 3), (0.2, 12)])
+def test_count_clamp_relation_audit_flags_the_own_size_clamp_under_add_remove_only(eps, n_bound):
+    rows = {(r.mechanism, r.neighbours): r for r in A.count_clamp_relation_audit(eps, n_bound)}
+    public, own = A.COUNT_CLAMPS
+    assert rows[(public, "replace-one")].audited_eps == pytest.approx(eps, rel=1e-9)
+    assert rows[(public, "add-remove")].audited_eps == pytest.approx(eps, rel=1e-9)
+    assert rows[(own, "replace-one")].audited_eps == pytest.approx(eps, rel=1e-9)
+    worst = rows[(own, "add-remove")]
+    assert worst.audited_eps == np.inf
+    # the witness: a data set and the same data with one record more, and an output above the smaller size
+    small, big = sorted([worst.x, worst.x_prime])
+    assert big[0] == small[0] + 1 and worst.output > small[0]
+    with pytest.raises(ValueError, match="n_bound"):
+        A.count_clamp_relation_audit(eps, 0)

@@ -62,6 +62,9 @@ __all__ = [
     "repeat_sampler",
     "MutationCase",
     "mutation_audit",
+    "RelationAudit",
+    "COUNT_CLAMPS",
+    "count_clamp_relation_audit",
     "CLAIM_ATOL",
     "AuditRow",
     "verdict",
@@ -690,6 +693,71 @@ def mutation_audit(eps: float, rng: np.random.Generator, *, n_samples: int = 100
 # --------------------------------------------------------------------------------------------
 
 CLAIM_ATOL = 1e-9  # an exact audit may exceed a claim by floating-point round-off only
+
+
+@dataclass(frozen=True)
+class RelationAudit:
+    """One row of :func:`count_clamp_relation_audit`: a clamped count release under one neighbour relation.
+
+    ``audited_eps`` is the exact worst-case loss over every data set summary ``(n, c)`` with ``n <= n_bound``;
+    ``x`` and ``x_prime`` the summaries of the worst pair, ``output`` the worst output.
+    """
+
+    mechanism: str
+    neighbours: str
+    calibrated_eps: float
+    audited_eps: float
+    x: tuple[int, int]
+    x_prime: tuple[int, int]
+    output: int
+
+
+#: The clamps of :func:`count_clamp_relation_audit`: to a public bound on the size, and to the data's own size.
+COUNT_CLAMPS = ("clamp to the public bound", "clamp to the data's own size")
+
+
+def count_clamp_relation_audit(eps: float, n_bound: int) -> list[RelationAudit]:
+    """Exact privacy loss of the clamped geometric count under both neighbour relations, for two clamps.
+
+    The count ``c`` of a data set of ``n <= n_bound`` binary records plus two-sided geometric noise, clamped
+    either to ``{0..n_bound}`` (a public bound: the release of ``release_count_geometric(..., neighbours=
+    "add-remove")``) or to ``{0..n}`` (the data set's own size, what ``n = len(data)`` gives). Both are eps-DP
+    with one record replaced (``n`` fixed); with one record added or removed the second is not: an output
+    above ``n`` is impossible at ``(n, n)`` and possible at ``(n + 1, n)``. Laws from
+    :func:`dpbayes.core.geometric.clamped_geometric_logmatrix`, losses from
+    :func:`dpbayes.core.privacy_loss.exact_summary_privacy_loss` (relations of :mod:`dpbayes.core.neighbours`).
+
+    Parameters
+    ----------
+    eps : float
+        Privacy parameter of the noise, ``> 0``.
+    n_bound : int
+        Largest data set size audited (and the public bound of the first clamp), ``1 <= n_bound <= 400``.
+
+    Returns
+    -------
+    list of RelationAudit
+        Four rows: each clamp of :data:`COUNT_CLAMPS` under ``"replace-one"`` and ``"add-remove"``.
+    """
+    from dpbayes.core.geometric import clamped_geometric_logmatrix
+    from dpbayes.core.neighbours import NEIGHBOUR_RELATIONS
+    from dpbayes.core.privacy_loss import count_summaries, exact_summary_privacy_loss
+
+    eps = check_positive("eps", eps)
+    n_bound = check_int("n_bound", n_bound, minimum=1, maximum=400)
+    summaries = count_summaries(n_bound)
+    public = clamped_geometric_logmatrix(summaries[:, 1], 0, n_bound, eps)
+    own = np.full_like(public, -np.inf)
+    for size in range(n_bound + 1):
+        rows = summaries[:, 0] == size
+        own[rows, : size + 1] = clamped_geometric_logmatrix(summaries[rows, 1], 0, size, eps)
+    out = []
+    for name, law in zip(COUNT_CLAMPS, (public, own)):
+        for relation in NEIGHBOUR_RELATIONS:
+            a = exact_summary_privacy_loss(law, summaries, relation, log_probabilities=True)
+            out.append(RelationAudit(name, relation, eps, a.eps, (int(summaries[a.x][0]), int(summaries[a.x][1])),
+                                     (int(summaries[a.x_prime][0]), int(summaries[a.x_prime][1])), int(a.output)))
+    return out
 
 
 @dataclass(frozen=True)
