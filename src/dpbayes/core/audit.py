@@ -755,8 +755,9 @@ def count_clamp_relation_audit(eps: float, n_bound: int) -> list[RelationAudit]:
     for name, law in zip(COUNT_CLAMPS, (public, own)):
         for relation in NEIGHBOUR_RELATIONS:
             a = exact_summary_privacy_loss(law, summaries, relation, log_probabilities=True)
-            out.append(RelationAudit(name, relation, eps, a.eps, (int(summaries[a.x][0]), int(summaries[a.x][1])),
-                                     (int(summaries[a.x_prime][0]), int(summaries[a.x_prime][1])), int(a.output)))
+            i, j = int(a.x), int(a.x_prime)  # row indices of summaries
+            out.append(RelationAudit(name, relation, eps, a.eps, (int(summaries[i, 0]), int(summaries[i, 1])),
+                                     (int(summaries[j, 0]), int(summaries[j, 1])), int(a.output)))
     return out
 
 
