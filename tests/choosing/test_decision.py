@@ -121,3 +121,26 @@ def test_regions_join_the_crossings_and_close_at_the_range_ends() -> None:
             assert prior_gain(n, np.sqrt(low * high) / n, prior)[which] > 1.05
     # a range where the flat prior's average gain never reaches 5 %: no region
     assert n_eps_regions(n, prior, n_eps_range=(20.0, 100.0), scan=5)["average"] == []
+
+
+def test_the_chapter_decision_table_is_what_recommend_decides() -> None:
+    """Chapter 5's stored decision table (notebook 05b) against recommend() now, row by row: the same release
+    and runner-up, the same margin to the printed digits."""
+    import re
+    from pathlib import Path
+
+    from dpbayes.book.pagevalues import stored_glue_values
+
+    root = Path(__file__).resolve().parents[2]
+    table = stored_glue_values(root / "chapters" / "05-choosing" / "05b-decision-map.ipynb")["decision_table"]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()[2:]]
+    assert len(rows) >= 10
+    checked = 0
+    for n, eps, prior_text, criterion, release, runner_up, margin, _ in rows:
+        m = re.fullmatch(r"Beta\(([\d.]+), ([\d.]+)\)", prior_text)
+        prior = None if prior_text == "none" else (float(m.group(1)), float(m.group(2)))
+        rec = recommend(int(n), float(eps), prior=prior, criterion=criterion)
+        assert rec.label == release and ec.CANDIDATES[rec.runner_up].label == runner_up, (n, eps, prior_text, criterion)
+        assert rec.margin == pytest.approx(float(margin), rel=1e-3, abs=1e-3)
+        checked += 1
+    assert checked == len(rows)

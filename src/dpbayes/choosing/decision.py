@@ -66,7 +66,7 @@ class Recommendation:
     worst_risk : float
         Its worst risk over data sets.
     runner_up : str
-        The best other candidate by the same criterion.
+        The best other candidate by the same criterion (the simplest of those within ``tie`` of it).
     margin : float
         The runner-up's criterion value over the chosen one's. Below 1 in two cases: the runner-up is a
         less simple release better by less than ``tie`` (an equivalent one), or under ``"guarded"`` it is
@@ -167,9 +167,10 @@ def recommend(
     # equivalent within the tie: the simplest (earliest in RELEASES) is chosen
     equivalent = tuple(nm for nm in RELEASES if nm in pool and value(nm) <= best * (1.0 + tie))
     chosen = equivalent[0]
-    # the runner-up is the best other eligible release (guarded: the best excluded one if none is eligible)
-    others = [nm for nm in ranked if nm != chosen]
-    runner = others[0] if others else (sorted((nm for nm in cmp.names if nm != chosen), key=key) or [chosen])[0]
+    # the runner-up is the best other eligible release (guarded: the best excluded one if none is eligible),
+    # the simplest of those within the tie of it
+    others = [nm for nm in ranked if nm != chosen] or sorted((nm for nm in cmp.names if nm != chosen), key=key) or [chosen]
+    runner = next(nm for nm in RELEASES if nm in others and value(nm) <= value(others[0]) * (1.0 + tie))
     margin = float(value(runner) / value(chosen)) if value(chosen) > 0 else float("nan")
     cert = minimax_certificate(cmp.n, cmp.eps, cmp.estimand, loss) if "geometric-minimax" in idx else None
     prior_text = f"({analyst.a:g}, {analyst.b:g})" if analyst.kind == "beta" else f"CountPrior.binomial({analyst.p:g})"

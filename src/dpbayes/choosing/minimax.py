@@ -56,6 +56,7 @@ continuum outputs (:func:`certify_over_all_mechanisms`).
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -511,23 +512,28 @@ def _solve_dense(n: int, eps: float, estimand: str, loss: str, states: FloatArra
     """``min t s.t. R_s(est) <= t`` over the given states; returns (remap, t, normalised duals)."""
     import cvxpy as cp
 
-    q = _state_kernel(n, eps, estimand, states if estimand == "theta" else None)
-    y = _truths(n, estimand, states)
-    z = np.arange(n + 1, dtype=float)
-    d = z[:, None] - n * y[None, :]  # est(z) - y = (x_z + d[z, s]) / n
-    x = cp.Variable(n + 1)
-    t = cp.Variable()
-    if loss == "squared":
-        const = (q * d * d).sum(axis=0)
-        scale = float(const.max())
-        risk = (const + q.T @ cp.square(x) + 2 * (q * d).T @ x) / scale
-    else:
-        const = (q * np.abs(d)).sum(axis=0)
-        scale = float(const.max())
-        risk = cp.sum(cp.multiply(q, cp.abs(x[:, None] + d)), axis=0) / scale
-    con = risk <= t
-    prob = cp.Problem(cp.Minimize(t), [con])
-    prob.solve(solver=solver or ("CLARABEL" if loss == "squared" else "HIGHS"))
+    with warnings.catch_warnings():
+        # CVXPY's bound propagation multiplies infinite bounds by zero while the problem is built (its
+        # utilities/bounds.py): a harmless NaN in a bound estimate, not in the problem or its solution
+        warnings.filterwarnings("ignore", message="invalid value encountered in matmul", category=RuntimeWarning,
+                                module=r"cvxpy\.")
+        q = _state_kernel(n, eps, estimand, states if estimand == "theta" else None)
+        y = _truths(n, estimand, states)
+        z = np.arange(n + 1, dtype=float)
+        d = z[:, None] - n * y[None, :]  # est(z) - y = (x_z + d[z, s]) / n
+        x = cp.Variable(n + 1)
+        t = cp.Variable()
+        if loss == "squared":
+            const = (q * d * d).sum(axis=0)
+            scale = float(const.max())
+            risk = (const + q.T @ cp.square(x) + 2 * (q * d).T @ x) / scale
+        else:
+            const = (q * np.abs(d)).sum(axis=0)
+            scale = float(const.max())
+            risk = cp.sum(cp.multiply(q, cp.abs(x[:, None] + d)), axis=0) / scale
+        con = risk <= t
+        prob = cp.Problem(cp.Minimize(t), [con])
+        prob.solve(solver=solver or ("CLARABEL" if loss == "squared" else "HIGHS"))
     if prob.status not in ("optimal", "optimal_inaccurate") or x.value is None:
         raise RuntimeError(f"CVXPY failed: {prob.status}")
     w = np.maximum(np.asarray(con.dual_value, dtype=float).ravel(), 0.0)
@@ -618,7 +624,9 @@ def minimax_remap(n: int, eps: float, estimand: str = "proportion", loss: str = 
     max_evals : int
         Budget of O(n) risk evaluations (proportion/squared).
     max_seconds : float
-        Wall-clock budget (proportion/squared); the result always carries its certified gap.
+        Wall-clock budget (proportion/squared); the result always carries its certified gap. A finite budget
+        makes the remap depend on the machine's speed and load when it is reached; ``np.inf`` (with
+        ``max_evals`` as the budget) makes it reproducible.
     solver : str, optional
         CVXPY solver for the dense paths (default CLARABEL).
 
