@@ -42,7 +42,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special, stats
 
-from dpbayes.core.privacy_loss import _BLOCK_ELEMENTS, _as_log_matrix, _worst_log_ratio
+from dpbayes.core.geometric import clamped_geometric_logmatrix
+from dpbayes.core.neighbours import NEIGHBOUR_RELATIONS
+from dpbayes.core.privacy_loss import _BLOCK_ELEMENTS, _as_log_matrix, _worst_log_ratio, count_summaries, exact_summary_privacy_loss
 from dpbayes.core.privacy_loss import ExactAudit as ExactAudit
 from dpbayes.core.privacy_loss import exact_privacy_loss as exact_privacy_loss
 from dpbayes.core.privacy_loss import neighbour_pairs as neighbour_pairs
@@ -739,10 +741,6 @@ def count_clamp_relation_audit(eps: float, n_bound: int) -> list[RelationAudit]:
     list of RelationAudit
         Four rows: each clamp of :data:`COUNT_CLAMPS` under ``"replace-one"`` and ``"add-remove"``.
     """
-    from dpbayes.core.geometric import clamped_geometric_logmatrix
-    from dpbayes.core.neighbours import NEIGHBOUR_RELATIONS
-    from dpbayes.core.privacy_loss import count_summaries, exact_summary_privacy_loss
-
     eps = check_positive("eps", eps)
     n_bound = check_int("n_bound", n_bound, minimum=1, maximum=400)
     summaries = count_summaries(n_bound)
