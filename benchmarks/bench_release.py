@@ -54,15 +54,15 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
     def call() -> object:
         nonlocal n
         if name.startswith("proportion-absolute-eps"):
-            return release.OptimalProportionRelease(n, float(name.removeprefix("proportion-absolute-eps")), loss="absolute").bayes_risk
+            return release.OptimalProportionRelease(n, float(name.removeprefix("proportion-absolute-eps")), loss="absolute", estimand="theta").bayes_risk
         if name == "proportion-absolute-window":
             return median_remap.beta_posterior_median_remap_window(n, 1.0, 1.0, 1.0)[1]
         if name == "proportion-squared" or name == "proportion-absolute":
             loss = "squared" if name.endswith("squared") else "absolute"
             if variant == "new":
-                return release.OptimalProportionRelease(n, 1.0, loss=loss).bayes_risk
+                return release.OptimalProportionRelease(n, 1.0, loss=loss, estimand="theta").bayes_risk
             ref = release.OptimalProportionRelease.__new__(release.OptimalProportionRelease)
-            ref.n, ref.eps, ref.loss = n, 1.0, loss
+            ref.n, ref.eps, ref.loss, ref.estimand = n, 1.0, loss, "theta"
             ref._init_beta_dense(1.0, 1.0)
             return ref.bayes_risk
         if name == "count-laplace":

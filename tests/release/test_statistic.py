@@ -73,12 +73,14 @@ def optimal_audit():
     return mech, result, drawn
 
 
+@pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # small n or eps: the interval covers [0, 1]
 def test_opendp_release_law_matches_the_exact_truncated_geometric_law(optimal_audit):
     mech, _, drawn = optimal_audit
     assert sum(s.size for s in drawn.values()) >= 100_000
     assert chi_square_pvalue(drawn, mech.output_law()) > ALPHA
 
 
+@pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # small n or eps: the interval covers [0, 1]
 def test_black_box_audit_of_the_optimal_release_passes(optimal_audit):
     _, result, _ = optimal_audit
     assert result.eps_lower <= EPS, result
@@ -91,6 +93,7 @@ def test_exact_privacy_loss_of_the_output_law_is_eps():
         assert mech.eps_spent <= eps
 
 
+@pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # small n or eps: the interval covers [0, 1]
 def test_mutant_with_halved_noise_scale_fails_the_audit(monkeypatch):
     """A release whose noise scale is halved (true eps = 2 EPS) is caught by the black-box audit."""
     monkeypatch.setattr(release, "opendp_measurement", lambda kind, eps, n=None: release._build_measurement(kind, 0.5 / eps, n))
@@ -110,7 +113,7 @@ def test_halved_scale_is_refused_by_the_opendp_privacy_map(monkeypatch):
 
 
 def test_estimate_is_the_chapter1_remap_of_the_released_count():
-    mech = release.OptimalProportionRelease(100, 1.0)
+    mech = release.OptimalProportionRelease(100, 1.0, estimand="theta")
     sol = ubapp.ubapp_exact(100, 1.0)
     np.testing.assert_allclose(mech.estimates, sol.estimates, rtol=0, atol=0)
     assert mech.bayes_risk == sol.risk
@@ -123,20 +126,20 @@ def test_estimate_is_the_chapter1_remap_of_the_released_count():
 def test_optimal_release_beats_the_laplace_baselines_exactly():
     """Chapter 1, K = 100: UBaPP 1.806e-3 vs LBaPP 1.826e-3 at eps = 1; plain Laplace count is worse still."""
     for eps in (0.1, 1.0):
-        risk = release.OptimalProportionRelease(100, eps).bayes_risk
+        risk = release.OptimalProportionRelease(100, eps, estimand="theta").bayes_risk
         plain = 1.0 / 600.0 + 2.0 / (100 * eps) ** 2  # E[theta(1-theta)]/n + Var(Laplace)/n^2, uniform prior
         assert risk < lbapp_mse(100, eps) < plain
-    assert release.OptimalProportionRelease(100, 1.0).bayes_risk == pytest.approx(1.806e-3, abs=1e-6)
+    assert release.OptimalProportionRelease(100, 1.0, estimand="theta").bayes_risk == pytest.approx(1.806e-3, abs=1e-6)
 
 
 def test_absolute_loss_beta_prior_matches_a_fine_grid():
     """The continuous Beta posterior-median remap against chapter 1's exact solver on a grid."""
-    cont = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0))
-    grid = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0), theta_grid=np.linspace(0, 1, 4001))
+    cont = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0), estimand="theta")
+    grid = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0), theta_grid=np.linspace(0, 1, 4001), estimand="theta")
     assert cont.bayes_risk == pytest.approx(grid.bayes_risk, rel=1e-4)
     np.testing.assert_allclose(cont.estimates, grid.estimates, atol=5e-4)
     # the median is the Bayes remap: moving any estimate raises the exact risk
-    worse = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0))
+    worse = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0), estimand="theta")
     worse.estimates = cont.estimates + 0.01
     y = np.arange(31)
     joint = cont.output_law().T * stats.betabinom.pmf(y, 30, 2.0, 5.0)[None, :]
@@ -146,8 +149,8 @@ def test_absolute_loss_beta_prior_matches_a_fine_grid():
 
 def test_grid_prior_weights_are_used():
     theta = np.array([0.1, 0.5, 0.9])
-    peaked = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[0.01, 0.98, 0.01])
-    flat = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[1 / 3, 1 / 3, 1 / 3])
+    peaked = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[0.01, 0.98, 0.01], estimand="theta")
+    flat = release.OptimalProportionRelease(10, 1.0, theta_grid=theta, prior_weights=[1 / 3, 1 / 3, 1 / 3], estimand="theta")
     assert np.all(peaked.estimates == 0.5) and not np.all(flat.estimates == 0.5)
     assert 0 < peaked.bayes_risk < flat.bayes_risk
 
@@ -161,9 +164,9 @@ def test_grid_prior_weights_are_used():
         ({"count": 1, "n": 0, "eps": 1.0}, r"n must be an integer in \[1, 10000000\]"),
         ({"count": 1, "n": 10, "eps": 1.0, "loss": "huber"}, r"loss must be one of 'squared', 'absolute'"),
         ({"count": 1, "n": 10, "eps": 1.0, "beta_prior": (0.0, 1.0)}, r"beta_prior\[0\] must be > 0"),
-        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [0.5, 0.6]}, r"prior_weights must be >= 0 and sum to 1"),
-        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [1.5, -0.5]}, r"prior_weights must be >= 0"),
-        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 1.8]}, r"theta_grid must lie in \[0.0, 1.0\]"),
+        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [0.5, 0.6], "estimand": "theta"}, r"prior_weights must be >= 0 and sum to 1"),
+        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [1.5, -0.5], "estimand": "theta"}, r"prior_weights must be >= 0"),
+        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 1.8], "estimand": "theta"}, r"theta_grid must lie in \[0.0, 1.0\]"),
         ({"count": 1, "n": 10, "eps": 1.0, "prior_weights": [1.0]}, r"prior_weights needs theta_grid"),
     ],
 )
@@ -264,21 +267,21 @@ def _dense_twin(mech: release.OptimalProportionRelease, ab: tuple[float, float])
     [(1, 1.0, (1.0, 1.0)), (30, 0.5, (2.0, 5.0)), (200, 1.0, (1.0, 1.0)), (500, 0.05, (0.5, 0.5)), (1000, 3.0, (50.0, 20.0)), (300, 0.001, (2.0, 2.0))],
 )
 def test_linear_construction_matches_the_dense_reference(n, eps, ab, loss):
-    mech = release.OptimalProportionRelease(n, eps, loss=loss, beta_prior=ab)
+    mech = release.OptimalProportionRelease(n, eps, loss=loss, beta_prior=ab, estimand="theta")
     ref = _dense_twin(mech, ab)
     assert mech.bayes_risk == pytest.approx(ref.bayes_risk, rel=1e-12)
     np.testing.assert_allclose(mech.estimates, ref.estimates, rtol=0, atol=5e-14)
 
 
 def test_a_million_records_absolute_loss():
-    mech = release.OptimalProportionRelease(10**6, 1.0, loss="absolute")
+    mech = release.OptimalProportionRelease(10**6, 1.0, loss="absolute", estimand="theta")
     assert np.min(np.diff(mech.estimates)) > 0
     # continuous limit: E|theta - median| ~ sqrt(2 / pi) E[sqrt(theta (1 - theta) / n)] = sqrt(2 / pi) (pi / 8) / 1000
     assert mech.bayes_risk == pytest.approx(np.sqrt(2 / np.pi) * np.pi / 8 / 1000, rel=1e-3)
 
 
 def test_a_million_records_squared_loss():
-    mech = release.OptimalProportionRelease(10**6, 1.0)
+    mech = release.OptimalProportionRelease(10**6, 1.0, estimand="theta")
     assert np.all(np.diff(mech.estimates) > 0)
     # continuous limit: the risk is E[theta (1 - theta)] / n plus the noise's share, ~ 1 / (6 n)
     assert mech.bayes_risk == pytest.approx(1 / 6e6, rel=1e-3)
@@ -293,7 +296,7 @@ def test_concentrated_prior_whose_weights_underflow_still_has_every_estimate():
     from scipy import special
 
     n, eps, a = 10**5, 1.0, 2000.0
-    mech = release.OptimalProportionRelease(n, eps, beta_prior=(a, a))
+    mech = release.OptimalProportionRelease(n, eps, beta_prior=(a, a), estimand="theta")
     assert np.all(np.isfinite(mech.estimates)) and np.all(np.diff(mech.estimates) >= -1e-11)
     assert np.isfinite(mech.bayes_risk) and mech.bayes_risk > 0
     # E[theta | z] by a direct log-space sum over y, for z where the weights underflow and where they do not
@@ -305,6 +308,7 @@ def test_concentrated_prior_whose_weights_underflow_still_has_every_estimate():
         assert mech.estimates[z] == pytest.approx((a + mean_y) / (2 * a + n), rel=1e-10)
 
 
+@pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # small n or eps: the interval covers [0, 1]
 def test_unbounded_sampler_then_clamp_has_the_truncated_geometric_law(monkeypatch):
     """Above CONSTANT_TIME_MAX_N the noise is OpenDP's unbounded integer draw, clamped: same law."""
     monkeypatch.setattr(release, "CONSTANT_TIME_MAX_N", 0)
@@ -329,11 +333,11 @@ def test_unbounded_sampler_then_clamp_has_the_truncated_geometric_law(monkeypatc
         ({"count": 3, "n": 100, "eps": 1e6}, ValueError, r"publishes the count itself"),
         ({"count": 3, "n": 100, "eps": float("nan")}, ValueError, r"eps must lie in"),
         ({"count": 3, "n": 100, "eps": 1.0, "beta_prior": 1}, TypeError, r"beta_prior must be a pair"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": "abc"}, TypeError, r"prior_weights must be an array"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [-0.5, 1.5]}, ValueError, r"prior_weights must be >= 0"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.5]}, ValueError, r"at least 2 points"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.0, 1.0]}, ValueError, r"all their mass on one point"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.5, 0.5], "beta_prior": (2, 2)}, ValueError, r"not both"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": "abc", "estimand": "theta"}, TypeError, r"prior_weights must be an array"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [-0.5, 1.5], "estimand": "theta"}, ValueError, r"prior_weights must be >= 0"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.5], "estimand": "theta"}, ValueError, r"at least 2 points"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.0, 1.0], "estimand": "theta"}, ValueError, r"all their mass on one point"),
+        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.5, 0.5], "beta_prior": (2, 2), "estimand": "theta"}, ValueError, r"not both"),
     ],
 )
 def test_bad_release_input_is_named_and_refused_before_any_draw(monkeypatch, kwargs, error, message):
@@ -360,6 +364,7 @@ def test_bad_laplace_release_input_is_named_and_refused(monkeypatch, kwargs, err
     assert "300" not in str(info.value)
 
 
+@pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # small n or eps: the interval covers [0, 1]
 def test_extreme_allowed_eps_values_build_opendp_measurements():
     for eps in (release.MIN_EPS, release.MAX_EPS):
         mech = release.OptimalProportionRelease(10, eps)
@@ -375,7 +380,7 @@ def test_every_proportion_release_names_its_estimand_and_splits_its_risk():
     from dpbayes.choosing import candidates as estimator_choice
     from dpbayes.ubapp import lbapp
 
-    theta = release.OptimalProportionRelease(60, 0.5)
+    theta = release.OptimalProportionRelease(60, 0.5, estimand="theta")
     r = theta.release(20)
     assert r.estimand == "theta"
     assert r.privacy_risk == pytest.approx(r.bayes_risk - lbapp.bayes_mse_posterior_mean(60), rel=1e-10)
@@ -393,7 +398,7 @@ def test_every_proportion_release_names_its_estimand_and_splits_its_risk():
 
 def test_a_prior_that_ignores_the_data_is_refused():
     with pytest.raises(ValueError, match="ignore the data"):
-        release.OptimalProportionRelease(10, 1.0, beta_prior=(600.0, 600.0))
+        release.OptimalProportionRelease(10, 1.0, beta_prior=(600.0, 600.0), estimand="theta")
     with pytest.raises(ValueError, match="estimand"):
         release.OptimalProportionRelease(10, 1.0, estimand="count")
     with pytest.raises(ValueError, match="squared loss"):
@@ -553,3 +558,84 @@ def test_output_log_law_is_what_the_release_draws():
 def test_count_release_refuses_a_bad_relation(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         release.GeometricCountRelease(30, 1.0, **kwargs)
+
+
+# ------------------------------------------------- the proportion release's default, interval and relation (issue 48)
+
+
+def test_a_proportion_release_estimates_the_data_sets_proportion_unless_theta_is_asked_for():
+    default = release.OptimalProportionRelease(60, 0.5)
+    explicit = release.OptimalProportionRelease(60, 0.5, estimand="proportion")
+    theta = release.OptimalProportionRelease(60, 0.5, estimand="theta")
+    assert default.estimand == "proportion"
+    np.testing.assert_array_equal(default.estimates, explicit.estimates)
+    assert not np.allclose(default.estimates, theta.estimates)
+    assert release.release_proportion(20, 60, 0.5).estimand == "proportion"
+    with pytest.raises(ValueError, match="estimand='theta'"):
+        release.OptimalProportionRelease(60, 0.5, loss="absolute")
+    with pytest.raises(ValueError, match="estimand='theta'"):
+        release.release_proportion(3, 10, 1.0, theta_grid=[0.2, 0.8])
+
+
+@pytest.mark.parametrize("n, eps, level", [(40, 0.7, 0.9), (200, 0.1, 0.8), (1000, 1.0, 0.95)])
+def test_the_proportion_interval_covers_the_data_sets_proportion_at_every_count(n, eps, level):
+    """Exact coverage over the truncated geometric law: P(c / n in interval(z) | c) >= level for every c."""
+    mech = release.OptimalProportionRelease(n, eps, level=level)
+    k = mech.half_width
+    law = np.exp(ubapp.truncated_geometric_logmatrix(n, eps))  # law[z, c]
+    z = np.arange(n + 1)[:, None]
+    c = np.arange(n + 1)[None, :]
+    inside = (np.maximum(z - k, 0) <= c) & (c <= np.minimum(z + k, n))
+    coverage = (law * inside).sum(axis=0)
+    assert coverage.min() >= level - 1e-12
+    # the smallest such k: one less misses the level at an interior count
+    inside_less = (np.maximum(z - (k - 1), 0) <= c) & (c <= np.minimum(z + k - 1, n))
+    assert (law * inside_less).sum(axis=0).min() < level
+    r = mech.release(n // 3)
+    lo, hi = r.interval
+    assert r.level == level and lo <= r.noisy_count / n <= hi
+    assert (lo, hi) == (max(r.noisy_count - k, 0) / n, min(r.noisy_count + k, n) / n)
+    assert release.OptimalProportionRelease(n, eps, estimand="theta").release(n // 3).interval is None
+
+
+def test_a_proportion_interval_covering_everything_warns():
+    with pytest.warns(release.UninformativeIntervalWarning, match=r"covers every proportion in \[0, 1\]"):
+        r = release.release_proportion(10, 20, 0.1)  # half-width 23 counts: every interval is [0, 1]
+    assert r.interval == (0.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", release.UninformativeIntervalWarning)
+        release.release_proportion(2000, 6366, 1.0)
+
+
+def test_the_proportion_release_refuses_add_remove_neighbours():
+    with pytest.raises(ValueError, match="neighbours='add-remove' is not available for a proportion"):
+        release.release_proportion(3, 10, 1.0, neighbours="add-remove")
+    with pytest.raises(ValueError, match="neighbours must be one of"):
+        release.release_proportion(3, 10, 1.0, neighbours="bounded")
+    assert release.release_proportion(3, 10, 1.0).neighbours == "replace-one"
+    with pytest.raises(ValueError, match="level must lie in"):
+        release.release_proportion(3, 10, 1.0, level=1.0)
+
+
+@pytest.mark.parametrize("n_bound, eps", [(3, 1.0), (12, 0.3)])
+def test_laplace_release_privacy_loss_is_eps_under_both_relations(n_bound, eps):
+    """The Laplace count's log density on a fine grid of outputs, every data set of at most n_bound records:
+    the largest log ratio between neighbours is eps under add/remove and under replace-one (the law depends on
+    the count only; it is attained for outputs outside the two counts)."""
+    from dpbayes.core import privacy_loss
+
+    summaries = privacy_loss.count_summaries(n_bound)
+    for relation in ("add-remove", "replace-one"):
+        mech = release.LaplaceCountRelease(n_bound, eps, p=0.4, neighbours=relation)
+        y = np.linspace(-5.0, n_bound + 5.0, 20 * (n_bound + 10) + 1)
+        log_density = mech.output_log_density(summaries[:, 1], y)
+        pairs = privacy_loss.summary_pairs(summaries, relation)
+        worst = np.max(np.abs(log_density[pairs[:, 0]] - log_density[pairs[:, 1]]))
+        assert worst == pytest.approx(eps, rel=1e-12), relation
+        assert mech.release(1).neighbours == relation
+    # what release() draws is this density (a Kolmogorov-Smirnov test of OpenDP's draws)
+    mech = release.LaplaceCountRelease(n_bound, eps, p=0.4)
+    drawn = np.array([mech.release(1).noisy_count for _ in range(3000)])
+    assert stats.kstest(drawn, stats.laplace(loc=1.0, scale=1.0 / eps).cdf).pvalue > ALPHA
+    with pytest.raises(ValueError, match="neighbours must be one of"):
+        release.release_count_laplace(1, n_bound, eps, p=0.4, neighbours="unbounded")

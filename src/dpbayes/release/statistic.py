@@ -24,19 +24,20 @@ the post-processing that the book shows to be accurate:
   Laplace measurement, followed by the posterior mean (Naldi & D'Acquisto, eq. (11)) or median
   under a ``Binomial(n, p)`` prior (chapter 4, :mod:`dpbayes.counting.model`).
 
-Every release names its **estimand**: ``"theta"`` (the population proportion of which the records are
-a sample: even without noise the posterior mean has the sampling risk ``E Var(theta | count)``),
-``"proportion"`` (the data set's own ``count / n``) or ``"count"``; and reports its exact risks for
+Every release names its **estimand**: ``"proportion"`` (the data set's own ``count / n``, the default of
+:func:`release_proportion`), ``"theta"`` (the population proportion of which the records are a sample:
+even without noise the posterior mean has the sampling risk ``E Var(theta | count)``) or ``"count"``; and reports its exact risks for
 that estimand: the Bayes risk under the prior, the part of it privacy adds, and the worst risk over
 data sets (:mod:`dpbayes.choosing.candidates`, which also compares the candidates for a user's ``n``
 and ``eps``).
 
 Unit of privacy (both mechanisms): one record of a data set of ``n`` records, each contributing 0
 or 1 to the count. Two data sets are neighbours when they differ in one record, so their counts
-differ by at most 1; ``n`` is public (not computed from the confidential data). The count release
-also takes the other relation, one record added or removed (:mod:`dpbayes.core.neighbours`), with
+differ by at most 1; ``n`` is public (not computed from the confidential data). The count releases
+also take the other relation, one record added or removed (:mod:`dpbayes.core.neighbours`), with
 ``n`` a public *bound* on the number of records: clamping a noisy count to the data's own size is
-not private under it. Every release
+not private under it, and the proportion release refuses it (``count / n`` needs the data's own size).
+Every release
 spends ``eps`` of privacy budget: ``k`` releases about the same records are ``k eps``-DP together
 (basic composition), and the same count released twice is *two* releases.
 
@@ -92,6 +93,7 @@ __all__ = [
     "COUNT_ESTIMATORS",
     "PRIOR_FREE_COUNT_ESTIMATORS",
     "PRIOR_SHARE_MAX",
+    "PROPORTION_ESTIMANDS",
     "opendp_measurement",
     "PrivacyMapError",
 ]
@@ -122,6 +124,8 @@ MAX_EPS = 20.0
 #: Largest share of the prior in the ``theta`` estimate, ``(a + b) / (a + b + n)``: above it a release
 #: would report the prior and ignore the data, and is refused.
 PRIOR_SHARE_MAX = 0.99
+#: Estimands of :class:`OptimalProportionRelease`: the data set's ``count / n`` (default) or the population ``theta``.
+PROPORTION_ESTIMANDS = ("proportion", "theta")
 
 
 def _check_eps(eps: Any) -> float:
@@ -163,6 +167,26 @@ def _check_open_probability(name: str, value: Any) -> float:
             f"{name} must lie in (0, 1), got {v!r}" + (" (a prior certain of the count: the release would ignore the data)" if v in (0.0, 1.0) else "")
         )
     return v
+
+
+class UninformativeIntervalWarning(UserWarning):
+    """A released interval covers every possible value: at this ``n`` and eps the noise hides the count."""
+
+
+def _check_level(level: Any) -> float:
+    """An interval's coverage, a real number strictly inside (0, 1)."""
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real) or not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    return float(level)
+
+
+def _warn_uninformative(level: float, n: int, eps: float, half_width: int, what: str) -> None:
+    # stacklevel 3: the caller of release(), not release() itself
+    warnings.warn(
+        f"the {level:.0%} interval covers every {what}: with n = {n} records at eps = {eps:g} the noise (interval "
+        f"half-width {half_width} counts) hides the count; a larger eps or more records are needed for an informative release",
+        UninformativeIntervalWarning, stacklevel=3,
+    )
 
 
 def _opendp() -> Any:
@@ -285,6 +309,16 @@ class ProportionRelease:
     worst_risk : float or None
         The largest mean squared error over data sets (squared loss, Beta prior): over ``theta`` in
         ``[0, 1]`` (theta, located by optimisation) or over the counts (proportion). ``None`` otherwise.
+    interval : tuple of float or None
+        Estimand ``"proportion"``: ``((z - k) / n, (z + k) / n)`` clipped to ``[0, 1]`` around the noisy count
+        ``z``, which covers the data set's ``count / n`` with probability at least ``level`` at every count,
+        whatever the prior (prior-free; :func:`dpbayes.choosing.candidates.prior_free_interval`). When it covers
+        all of ``[0, 1]`` the release warns (:class:`UninformativeIntervalWarning`). ``None`` for ``"theta"``:
+        an interval for the data set's proportion would not cover ``theta``, whose sampling error it omits.
+    level : float
+        The interval's guaranteed coverage.
+    neighbours : str
+        The neighbour relation of the guarantee: ``"replace-one"`` (the only one this release takes).
     """
 
     estimate: float
@@ -294,9 +328,12 @@ class ProportionRelease:
     eps_spent: float
     loss: str
     bayes_risk: float
-    estimand: str = "theta"
+    estimand: str = "proportion"
     privacy_risk: float | None = None
     worst_risk: float | None = None
+    interval: tuple[float, float] | None = None
+    level: float = 0.9
+    neighbours: str = REPLACE_ONE
 
 
 class OptimalProportionRelease:
@@ -338,19 +375,26 @@ class OptimalProportionRelease:
         from) this grid, as in the paper's LP. ``None``: continuous ``theta``.
     prior_weights : array_like, optional
         Prior probabilities on ``theta_grid`` (non-negative, summing to 1).
-    estimand : {"theta", "proportion"}
-        ``"theta"`` (default, chapter 1): the population parameter, estimated by ``E[theta | z]``.
-        ``"proportion"``: the data set's own ``count / n``, estimated by ``E[count | z] / n`` (squared loss
-        and a Beta prior only), which shrinks towards the prior mean far less: at ``n = 526``, ``eps = 1``
-        and a uniform prior the ``theta`` remap has a larger error about ``count / n`` than the plain
-        clamped geometric count for most counts (chapter 5).
+    estimand : {"proportion", "theta"}
+        ``"proportion"`` (default): the data set's own ``count / n``, estimated by ``E[count | z] / n``
+        (squared loss and a Beta prior only; other losses and grid priors need ``"theta"``). ``"theta"``
+        (chapter 1's estimand): the population parameter of which the records are a sample, estimated by
+        ``E[theta | z]`` or its median; it shrinks towards the prior mean far more, and about ``count / n``
+        it is worse than the plain clamped geometric count for most counts at ``n = 526``, ``eps = 1`` and a
+        uniform prior (chapter 5).
+    level : float
+        Coverage of the prior-free interval (estimand ``"proportion"``), in ``(0, 1)``.
+    neighbours : {"replace-one"}
+        The neighbour relation of the guarantee (:mod:`dpbayes.core.neighbours`). ``"add-remove"`` is
+        refused: the proportion divides by the data set's own size, which that relation keeps confidential
+        (release the count with :func:`release_count_geometric` and ``neighbours="add-remove"`` instead).
 
     Notes
     -----
     Privacy guarantee: eps-differential privacy for data sets of ``n`` records differing in one
-    record (the count moves by at most 1). Step 1 is OpenDP's geometric measurement, whose
-    privacy map at distance 1 is checked to be ``<= eps`` (:func:`opendp_measurement`); clamping and
-    the remap are post-processing. The exact privacy loss of the output law is ``eps``
+    record replaced (``n`` public; the count moves by at most 1). Step 1 is OpenDP's geometric measurement, whose
+    privacy map at distance 1 is checked to be ``<= eps`` (:func:`opendp_measurement`); clamping,
+    the remap and the interval are post-processing. The exact privacy loss of the output law is ``eps``
     (:meth:`output_law`; tested with :mod:`dpbayes.core.audit`). Uses ``dp.enable_features("contrib")``.
     """
 
@@ -363,14 +407,27 @@ class OptimalProportionRelease:
         beta_prior: tuple[float, float] | None = None,
         theta_grid: ArrayLike | None = None,
         prior_weights: ArrayLike | None = None,
-        estimand: str = "theta",
+        estimand: str = "proportion",
+        level: float = 0.9,
+        neighbours: str = REPLACE_ONE,
     ) -> None:
         self.n = check_int("n", n, minimum=1, maximum=MAX_N)
         self.eps = _check_eps(eps)
         self.loss = check_choice("loss", loss, LOSSES)
-        self.estimand = check_choice("estimand", estimand, ("theta", "proportion"))
+        self.estimand = check_choice("estimand", estimand, PROPORTION_ESTIMANDS)
         if self.estimand == "proportion" and (self.loss != "squared" or theta_grid is not None):
-            raise ValueError("estimand='proportion' is available for squared loss and a Beta prior (no theta_grid)")
+            raise ValueError(
+                "estimand='proportion' (the default) is available for squared loss and a Beta prior (no theta_grid); "
+                "for absolute loss or a grid prior pass estimand='theta' (the population parameter)"
+            )
+        self.level = _check_level(level)
+        self.neighbours = check_neighbours(neighbours)
+        if self.neighbours != REPLACE_ONE:
+            raise ValueError(
+                "neighbours='add-remove' is not available for a proportion: count / n divides by the data set's size, "
+                "which that relation keeps confidential; release the count with release_count_geometric(..., "
+                "neighbours='add-remove') and a public bound on n"
+            )
         if beta_prior is not None and prior_weights is not None:
             raise ValueError("give beta_prior or prior_weights, not both (prior_weights replaces the Beta prior)")
         pair = (1.0, 1.0) if beta_prior is None else beta_prior
@@ -410,6 +467,7 @@ class OptimalProportionRelease:
             self.estimates = theta[sol.info["remap"]]
             self.bayes_risk = float(sol.risk)
         # built last: a bad argument above fails before OpenDP is touched
+        self.half_width = estimator_choice.prior_free_interval(self.n, self.eps, self.level)[0]
         self._measurement = opendp_measurement("geometric", self.eps, self.n)
         self.eps_spent = float(self._measurement.map(1))
 
@@ -475,10 +533,16 @@ class OptimalProportionRelease:
         # geometric noise is the truncated geometric law (output_law) whatever the sampler does at the bounds.
         z = int(min(max(int(self._measurement(count)), 0), self.n))
         privacy_risk, worst_risk = self.risks() if self._beta is not None and self.loss == "squared" else (None, None)
+        interval = None
+        if self.estimand == "proportion":
+            k = self.half_width
+            interval = (max(z - k, 0) / self.n, min(z + k, self.n) / self.n)
+            if interval == (0.0, 1.0):
+                _warn_uninformative(self.level, self.n, self.eps, k, "proportion in [0, 1]")
         return ProportionRelease(
             estimate=float(self.estimates[z]), noisy_count=z, n=self.n, eps=self.eps, eps_spent=self.eps_spent,
             loss=self.loss, bayes_risk=self.bayes_risk, estimand=self.estimand, privacy_risk=privacy_risk,
-            worst_risk=worst_risk,
+            worst_risk=worst_risk, interval=interval, level=self.level, neighbours=self.neighbours,
         )
 
     def risks(self) -> tuple[float, float]:
@@ -509,7 +573,9 @@ def release_proportion(
     beta_prior: tuple[float, float] | None = None,
     theta_grid: ArrayLike | None = None,
     prior_weights: ArrayLike | None = None,
-    estimand: str = "theta",
+    estimand: str = "proportion",
+    level: float = 0.9,
+    neighbours: str = REPLACE_ONE,
 ) -> ProportionRelease:
     """Release ``count / n`` once with the optimal eps-DP Bayes mechanism (chapter 1).
 
@@ -520,24 +586,26 @@ def release_proportion(
     ----------
     count : int
         The confidential count, ``0 <= count <= n``.
-    n, eps, loss, beta_prior, theta_grid, prior_weights, estimand
-        As in :class:`OptimalProportionRelease`.
+    n, eps, loss, beta_prior, theta_grid, prior_weights, estimand, level, neighbours
+        As in :class:`OptimalProportionRelease`: by default the data set's own ``count / n`` (estimand
+        ``"proportion"``) with a flat prior, squared error and a prior-free 90 % interval.
 
     Returns
     -------
     ProportionRelease
-        The estimate, the released noisy count, ``eps`` and the exact Bayes risk.
+        The estimate, the released noisy count, ``eps``, the exact risks and the interval.
 
     Notes
     -----
-    Privacy guarantee: eps-DP with respect to one record of the ``n`` (OpenDP geometric noise on
-    the count, then post-processing). Uses ``dp.enable_features("contrib")``. Every call spends
-    ``eps`` again.
+    Privacy guarantee: eps-DP with respect to one record of the ``n`` replaced, ``n`` public (OpenDP
+    geometric noise on the count, then post-processing). Uses ``dp.enable_features("contrib")``. Every
+    call spends ``eps`` again.
     """
     n = check_int("n", n, minimum=1, maximum=MAX_N)
     _check_count(count, n)
     return OptimalProportionRelease(
-        n, eps, loss=loss, beta_prior=beta_prior, theta_grid=theta_grid, prior_weights=prior_weights, estimand=estimand
+        n, eps, loss=loss, beta_prior=beta_prior, theta_grid=theta_grid, prior_weights=prior_weights, estimand=estimand,
+        level=level, neighbours=neighbours,
     ).release(count)
 
 
@@ -578,6 +646,8 @@ class CountRelease:
         Exact largest ``E[|C - estimate| | C = c]`` over the true counts ``c`` (the known ``p`` pulls the
         estimate towards ``n p``, so it is attained at ``c = 0`` or ``n``); ``None`` above
         :data:`dpbayes.choosing.candidates.LAPLACE_ABS_MAX_N`.
+    neighbours : str
+        The neighbour relation of the guarantee (``"replace-one"`` or ``"add-remove"``).
     """
 
     estimate: float
@@ -590,6 +660,7 @@ class CountRelease:
     estimand: str = "count"
     loss: str = "absolute"
     worst_risk: float | None = None
+    neighbours: str = REPLACE_ONE
 
     @property
     def bayes_risk(self) -> float:
@@ -618,25 +689,44 @@ class LaplaceCountRelease:
         Beta prior on ``p``.
     estimator : {"mean", "median"}
         Posterior summary reported as the estimate.
+    neighbours : {"replace-one", "add-remove"}
+        The neighbour relation of the guarantee (:mod:`dpbayes.core.neighbours`). Under ``"add-remove"``
+        ``n`` must be public (a known or bounded size, never ``len(data)``): the noisy count is not clamped,
+        so its law depends on the count only and the guarantee holds, but the prior and the risks then
+        assume exactly ``n`` records.
 
     Notes
     -----
-    Privacy guarantee: eps-differential privacy for data sets differing in one record (the count
-    moves by at most 1): OpenDP's Laplace measurement on floats, privacy map at distance 1 checked
-    ``<= eps``; the estimate is post-processing. Uses ``dp.enable_features("contrib")``. For a count
+    Privacy guarantee: eps-differential privacy for data sets differing in one record, replaced (``n``
+    public) or, with ``neighbours="add-remove"``, added or removed; the count moves by at most 1 under
+    either relation: OpenDP's Laplace measurement on floats, privacy map at distance 1 checked
+    ``<= eps``; the estimate is post-processing of the noisy count and the public ``n`` and ``p``
+    (:meth:`output_log_density`, audited under both relations in ``tests/release/test_statistic.py``).
+    Uses ``dp.enable_features("contrib")``. For a count
     geometric noise followed by the same posterior summary (:class:`GeometricCountRelease`) is at least
     as accurate on average over the prior (chapters 4 and 5 measure by how much).
     """
 
-    def __init__(self, n: int, eps: float, *, p: float, estimator: str = "mean") -> None:
+    def __init__(self, n: int, eps: float, *, p: float, estimator: str = "mean", neighbours: str = REPLACE_ONE) -> None:
         self.n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
         self.eps = _check_eps(eps)
         self.p = _check_open_probability("p", p)
         self.estimator = check_choice("estimator", estimator, LAPLACE_ESTIMATORS)
+        self.neighbours = check_neighbours(neighbours)
         self._measurement = opendp_measurement("laplace", self.eps)
         self.eps_spent = float(self._measurement.map(1.0))
         self._mae: float | None = None
         self._worst: tuple[float | None] | None = None
+
+    def output_log_density(self, counts: ArrayLike, noisy: ArrayLike) -> NDArray[np.float64]:
+        """``log f(noisy | count)`` of the released noisy count, rows ``counts``, columns ``noisy``.
+
+        The Laplace density of scale ``1/eps`` centred at the count (what :meth:`release` draws; the
+        estimate is a function of it). It depends on the count only, not on the number of records.
+        """
+        c = np.asarray(counts, dtype=float)[:, None]
+        y = np.asarray(noisy, dtype=float)[None, :]
+        return np.log(self.eps / 2.0) - self.eps * np.abs(y - c)
 
     @property
     def worst_risk(self) -> float | None:
@@ -676,20 +766,22 @@ class LaplaceCountRelease:
         return CountRelease(
             estimate=float(estimate), noisy_count=y, n=self.n, eps=self.eps,
             eps_spent=self.eps_spent, estimator=self.estimator, mean_abs_error=self.mean_abs_error,
-            worst_risk=self.worst_risk,
+            worst_risk=self.worst_risk, neighbours=self.neighbours,
         )
 
 
-def release_count_laplace(count: int, n: int, eps: float, *, p: float, estimator: str = "mean") -> CountRelease:
+def release_count_laplace(
+    count: int, n: int, eps: float, *, p: float, estimator: str = "mean", neighbours: str = REPLACE_ONE,
+) -> CountRelease:
     """Release a count once with OpenDP's Laplace noise and report its Bayes estimate (chapter 4).
 
-    Shorthand for ``LaplaceCountRelease(n, eps, p=p, estimator=estimator).release(count)``.
+    Shorthand for ``LaplaceCountRelease(n, eps, p=p, estimator=estimator, neighbours=neighbours).release(count)``.
 
     Parameters
     ----------
     count : int
         The confidential count, ``0 <= count <= n``.
-    n, eps, p, estimator
+    n, eps, p, estimator, neighbours
         As in :class:`LaplaceCountRelease`.
 
     Returns
@@ -698,22 +790,18 @@ def release_count_laplace(count: int, n: int, eps: float, *, p: float, estimator
 
     Notes
     -----
-    Privacy guarantee: eps-DP with respect to one record (Laplace noise of scale ``1/eps`` on a
-    sensitivity-1 count, drawn by OpenDP; the estimate is post-processing). Uses
-    ``dp.enable_features("contrib")``.
+    Privacy guarantee: eps-DP with respect to one record replaced or, with ``neighbours="add-remove"``,
+    added or removed (Laplace noise of scale ``1/eps`` on a sensitivity-1 count, drawn by OpenDP; the
+    estimate is post-processing). Uses ``dp.enable_features("contrib")``.
     """
     n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
     _check_count(count, n)
-    return LaplaceCountRelease(n, eps, p=p, estimator=estimator).release(count)
+    return LaplaceCountRelease(n, eps, p=p, estimator=estimator, neighbours=neighbours).release(count)
 
 
 # --------------------------------------------------------------------------------------------
 # Geometric noise on a count: prior-free, or with a prior on p (chapter 5)
 # --------------------------------------------------------------------------------------------
-
-class UninformativeIntervalWarning(UserWarning):
-    """A released interval covers every possible value: at this ``n`` and eps the noise hides the count."""
-
 
 #: Estimators of :class:`GeometricCountRelease`: the noisy count itself, its minimax remap, or the posterior mean or median.
 COUNT_ESTIMATORS = ("none", "minimax", "mean", "median")
@@ -823,9 +911,7 @@ class GeometricCountRelease:
         self.n = check_int("n", n, minimum=1, maximum=MAX_N)
         self.eps = _check_eps(eps)
         self.estimator = check_choice("estimator", estimator, COUNT_ESTIMATORS)
-        if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real) or not 0.0 < float(level) < 1.0:
-            raise ValueError(f"level must lie in (0, 1), got {level!r}")
-        self.level = float(level)
+        self.level = _check_level(level)
         self.neighbours = check_neighbours(neighbours)
         if self.neighbours == ADD_REMOVE and self.estimator not in PRIOR_FREE_COUNT_ESTIMATORS:
             raise ValueError(
@@ -918,11 +1004,7 @@ class GeometricCountRelease:
         bayes, worst = self.risks()
         k = self.half_width
         if z - k <= 0 and z + k >= self.n:
-            warnings.warn(
-                f"the {self.level:.0%} interval covers every count 0..{self.n}: with n = {self.n} records at eps = {self.eps:g} "
-                f"the noise (interval half-width {k}) hides the count; a larger eps or more records are needed for an "
-                "informative release", UninformativeIntervalWarning, stacklevel=2,
-            )
+            _warn_uninformative(self.level, self.n, self.eps, k, f"count 0..{self.n}")
         return GeometricCountReleaseResult(
             estimate=self.estimate_of(z), noisy_count=z, interval=(max(z - k, 0), min(z + k, self.n)), level=self.level,
             n=self.n, eps=self.eps, eps_spent=self.eps_spent, estimator=self.estimator, loss=self.loss,
