@@ -35,6 +35,8 @@ ALLOWED = {
     ("*", "-p eps 0.5"),
     ("*", "eps"),  # the parameter of every notebook, named as a parameter (CONTRIBUTING.md)
     ("*", "eps_min < eps_max"),
+    # the keyword argument of the proportion release that asks for the population parameter
+    ("*", 'estimand="theta"'),
     # the notebooks' parameter theta (fraction of ones), named as a parameter
     ("chapters/02-posterior-release/02b-accuracy.ipynb", "theta"),
     ("chapters/02-posterior-release/02c-notes-claims.ipynb", "theta"),

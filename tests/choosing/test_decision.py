@@ -144,3 +144,30 @@ def test_the_chapter_decision_table_is_what_recommend_decides() -> None:
         assert rec.margin == pytest.approx(float(margin), rel=1e-3, abs=1e-3)
         checked += 1
     assert checked == len(rows)
+
+
+def test_prior_free_order_is_every_prior_free_candidate() -> None:
+    from dpbayes.choosing.decision import PRIOR_FREE_ORDER
+
+    registered = {nm for nm, c in ec.CANDIDATES.items() if not c.uses_prior and not c.reference}
+    assert set(PRIOR_FREE_ORDER) == registered and len(PRIOR_FREE_ORDER) == len(registered)
+
+
+@pytest.mark.parametrize("n, eps, prior", [(100, 0.1, (1, 1)), (1000, 1.0, (100, 100)), (20, 0.03, (2, 18))])
+def test_prior_gain_of_a_comparison_is_its_ratios_and_names_the_simplest_within_the_tie(n, eps, prior) -> None:
+    from dpbayes.choosing.decision import PRIOR_FREE_ORDER, prior_gain, prior_gain_of
+
+    cmp = ec.compare_estimators(n, eps, prior=prior, candidates=[*PRIOR_FREE_ORDER, "geometric-bayes", "laplace-bayes"])
+    gain = prior_gain_of(cmp)
+    free = [cmp.names.index(nm) for nm in PRIOR_FREE_ORDER]
+    opt = cmp.names.index("geometric-bayes")
+    assert gain.average == pytest.approx(min(cmp.bayes_risk[free]) / cmp.bayes_risk[opt], rel=1e-12)
+    assert gain.worst == pytest.approx(cmp.worst_risk[opt] / min(cmp.worst_risk[free]), rel=1e-12)
+    assert (gain.average, gain.worst) == pytest.approx(prior_gain(n, eps, prior), rel=1e-9)
+    # the name: with no tie the lowest; with the tie the first of PRIOR_FREE_ORDER within it
+    strict = prior_gain_of(cmp, tie=0.0).best_prior_free
+    assert cmp.bayes_risk[cmp.names.index(strict)] == min(cmp.bayes_risk[free])
+    within = [nm for nm in PRIOR_FREE_ORDER if cmp.bayes_risk[cmp.names.index(nm)] <= 1.01 * min(cmp.bayes_risk[free])]
+    assert gain.best_prior_free == within[0]
+    with pytest.raises(ValueError, match="geometric-minimax"):
+        prior_gain_of(ec.compare_estimators(n, eps, prior=prior, candidates=["geometric", "geometric-bayes"]))

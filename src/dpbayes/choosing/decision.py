@@ -32,7 +32,7 @@ from scipy import optimize
 from dpbayes.choosing.candidates import CANDIDATES, Comparison, _as_prior, compare_estimators, minimax_certificate
 from dpbayes.core.validation import check_choice, check_in_range, check_int
 
-__all__ = ["CRITERIA", "DEFAULT_GUARD", "TIE_TOLERANCE", "RELEASES", "Recommendation", "recommend", "prior_gain", "Crossing", "n_eps_crossings", "n_eps_regions"]
+__all__ = ["CRITERIA", "DEFAULT_GUARD", "TIE_TOLERANCE", "RELEASES", "Recommendation", "recommend", "PRIOR_FREE_ORDER", "PriorGain", "prior_gain_of", "prior_gain", "Crossing", "n_eps_crossings", "n_eps_regions"]
 
 #: The criteria of :func:`recommend`.
 CRITERIA = ("average", "worst", "guarded")
@@ -184,6 +184,58 @@ def recommend(
     )
 
 
+#: The prior-free candidates of the registry, simplest first: :func:`prior_gain_of` names the best prior-free
+#: release as the first of them within the tie of the lowest average risk (integer noise first).
+PRIOR_FREE_ORDER = ("geometric", "geometric-minimax", "laplace-clamped", "laplace-rounded", "laplace")
+
+
+@dataclass(frozen=True)
+class PriorGain:
+    """What a prior's remap gains on average over the best prior-free release, and what it may cost.
+
+    Attributes
+    ----------
+    average : float
+        Lowest prior-free Bayes risk over the Bayes remap's (the optimum's): ``>= 1``, the gain on average.
+    worst : float
+        The Bayes remap's worst risk over counts over the lowest prior-free worst risk (the minimax
+        remap's): ``>= 1`` up to the certificate's tolerance, the price in the worst case.
+    best_prior_free : str
+        The best prior-free release by average risk, named as the simplest (first in
+        :data:`PRIOR_FREE_ORDER`) within ``tie`` of the lowest: a difference no reader would act on does not
+        decide the name.
+    """
+
+    average: float
+    worst: float
+    best_prior_free: str
+
+
+def prior_gain_of(cmp: Comparison, *, optimum: str = "geometric-bayes", tie: float = TIE_TOLERANCE) -> PriorGain:
+    """:class:`PriorGain` of a comparison that holds the optimum and every candidate of :data:`PRIOR_FREE_ORDER`.
+
+    Parameters
+    ----------
+    cmp : Comparison
+        From :func:`dpbayes.choosing.candidates.compare_estimators` (other candidates may be present).
+    optimum : str
+        The prior's remap.
+    tie : float
+        Relative tolerance of the naming rule, ``0 <= tie <= 1``.
+    """
+    tie = float(check_in_range("tie", tie, 0.0, 1.0))
+    missing = [nm for nm in (*PRIOR_FREE_ORDER, optimum) if nm not in cmp.names]
+    if missing:
+        raise ValueError(f"cmp must hold the candidates {', '.join(missing)} (compare_estimators(..., candidates=...))")
+    opt = cmp.names.index(optimum)
+    bayes = {nm: float(cmp.bayes_risk[cmp.names.index(nm)]) for nm in PRIOR_FREE_ORDER}
+    lowest = min(bayes.values())
+    best = next(nm for nm in PRIOR_FREE_ORDER if bayes[nm] <= lowest * (1.0 + tie))
+    worst_free = min(float(cmp.worst_risk[cmp.names.index(nm)]) for nm in PRIOR_FREE_ORDER)
+    return PriorGain(average=lowest / float(cmp.bayes_risk[opt]), worst=float(cmp.worst_risk[opt]) / worst_free,
+                     best_prior_free=best)
+
+
 def prior_gain(n: int, eps: float, prior: Any) -> tuple[float, float]:
     """What the prior's remap gains on average, and what it may cost in the worst case.
 
@@ -198,23 +250,18 @@ def prior_gain(n: int, eps: float, prior: Any) -> tuple[float, float]:
 
     Returns
     -------
-    average : float
-        Best prior-free Bayes risk over the Bayes remap's (the optimum's): ``>= 1``, the gain on average.
-    worst : float
-        The Bayes remap's worst risk over counts over the best prior-free worst risk (the minimax
-        remap's): ``>= 1`` up to the certificate's tolerance, the price in the worst case.
+    average, worst : float
+        As in :class:`PriorGain`.
 
     Notes
     -----
     Squared error about the data set's proportion; the prior-free candidates are every registered one
-    that uses no prior (Laplace raw, clamped, rounded; geometric; geometric + minimax remap).
+    that uses no prior (:data:`PRIOR_FREE_ORDER`: Laplace raw, clamped, rounded; geometric; geometric +
+    minimax remap).
     """
-    free = [nm for nm, c in CANDIDATES.items() if not c.uses_prior and not c.reference]
-    cmp = compare_estimators(n, eps, prior=prior, estimand="proportion", candidates=free + ["geometric-bayes"])
-    opt = cmp.names.index("geometric-bayes")
-    f = [cmp.names.index(nm) for nm in free if nm in cmp.names]
-    return (float(min(cmp.bayes_risk[i] for i in f) / cmp.bayes_risk[opt]),
-            float(cmp.worst_risk[opt] / min(cmp.worst_risk[i] for i in f)))
+    cmp = compare_estimators(n, eps, prior=prior, estimand="proportion", candidates=[*PRIOR_FREE_ORDER, "geometric-bayes"])
+    gain = prior_gain_of(cmp)
+    return gain.average, gain.worst
 
 
 @dataclass(frozen=True)
