@@ -202,3 +202,36 @@ def test_baseline_bad_input():
         laplace_count_remap_mse(10, 1.0, n_nodes=1)
     with pytest.raises(ValueError, match="theta_grid"):
         lbapp_grid_mae(10, 1.0, np.array([0.5, 0.2]))
+
+
+@pytest.mark.parametrize("K,eps", [(5, 0.3), (20, 1.0), (20, 5.0)])
+def test_laplace_count_median_mae_converged_and_above_the_optimum(K, eps):
+    from dpbayes.ubapp.lbapp import laplace_count_median_mae
+    from dpbayes.ubapp.optimal import ubapp_exact
+
+    theta = np.linspace(0.0, 1.0, 41)
+    mae = laplace_count_median_mae(K, eps, theta)
+    assert np.isclose(mae, laplace_count_median_mae(K, eps, theta, n_nodes=192), rtol=1e-6)
+    # its outputs lie on the grid and it is eps-DP, so the LP optimum (the exact solver, absolute loss) bounds it
+    assert mae >= ubapp_exact(K, eps, theta, loss="absolute").risk * (1 - 1e-12)
+
+
+def test_laplace_count_median_mae_by_monte_carlo():
+    from dpbayes.ubapp.lbapp import laplace_count_median_mae
+
+    K, eps, theta = 8, 0.7, np.linspace(0.0, 1.0, 21)
+    rng = np.random.default_rng(3)
+    n = 40_000
+    j = rng.integers(0, theta.size, n)
+    y = rng.binomial(K, theta[j])
+    v = np.clip(y + rng.laplace(0.0, 1.0 / eps, n), 0.0, K)
+    ys = np.arange(K + 1)
+    joint = stats.binom.pmf(ys[:, None], K, theta[None, :]) / theta.size
+    lik = np.where(v[:, None] == 0, 0.5 * np.exp(-eps * ys[None, :]),
+                   np.where(v[:, None] == K, 0.5 * np.exp(-eps * (K - ys[None, :])),
+                            0.5 * eps * np.exp(-eps * np.abs(v[:, None] - ys[None, :]))))
+    post = lik @ joint
+    c = np.cumsum(post, axis=1)
+    med = theta[np.argmax(c >= 0.5 * c[:, -1:], axis=1)]
+    err = np.abs(theta[j] - med)
+    assert abs(err.mean() - laplace_count_median_mae(K, eps, theta)) < 4 * err.std() / np.sqrt(n)

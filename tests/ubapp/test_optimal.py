@@ -15,6 +15,7 @@ from dpbayes.ubapp.optimal import (
     beta_prior_on_grid,
     binomial_likelihood,
     chain_neighbours,
+    dp_breaches,
     dp_log_violation,
     expected_loss_matrix,
     private_bayes_exact_count,
@@ -200,6 +201,23 @@ def test_repair_turns_a_perturbed_solution_into_a_dp_one():
     with np.errstate(divide="ignore"):
         assert dp_log_violation(np.log(R), eps, nb) <= np.log1p(DP_RTOL)
     np.testing.assert_allclose(R.sum(axis=0), 1.0, atol=1e-12)
+
+
+def test_dp_breaches_counts_zero_positive_pairs_and_violations():
+    eps = np.log(2.0)
+    P = np.array([[0.5, 0.2, 0.0], [0.5, 0.8, 1.0]])  # columns: observations 0, 1, 2
+    b = dp_breaches(P, eps, chain_neighbours(3))
+    # (0, 1): 0.5 > 2 * 0.2 breaks by 0.1; (1, 2): 0.2 next to 0 (infinite loss), 0.2 - 0 breaks
+    assert b.n_zero_positive == 1
+    assert b.n_violations == 2
+    assert b.max_violation == pytest.approx(0.2)
+    with np.errstate(divide="ignore"):
+        assert np.isinf(privacy_loss(np.log(P), chain_neighbours(3)))
+    exact = ubapp_exact(20, 1.0, np.linspace(0, 1, 11))
+    clean = dp_breaches(exact.P, 1.0, chain_neighbours(21))
+    assert clean.n_zero_positive == 0 and clean.n_violations == 0 and clean.max_violation <= 1e-15
+    with pytest.raises(ValueError, match="P"):
+        dp_breaches(-P, eps, chain_neighbours(3))
 
 
 def test_inaccurate_solver_raises_or_is_repaired():

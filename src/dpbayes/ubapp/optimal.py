@@ -65,6 +65,9 @@ __all__ = [
     "expected_loss_matrix",
     "dp_log_violation",
     "privacy_loss",
+    "DPBreaches",
+    "dp_breaches",
+    "HIGHS_DEFAULT_TOLERANCES",
     "truncated_geometric_logmatrix",
     "private_bayes_lp",
     "private_bayes_exact_count",
@@ -101,6 +104,10 @@ DEFAULT_LP_SOLVER = "HIGHS"
 #: eps = 1, p = 0.02 at eps = 0.3; CLARABEL solves each in 1-2 s and its answer passes the DP check).
 #: HiGHS at its default tolerances is no fallback: there its answers failed the DP check on two of three.
 FALLBACK_LP_SOLVERS = ("CLARABEL",)
+#: HiGHS's own feasibility tolerances (what CVXPY passes when no option is given, as in the paper's
+#: Algorithm 1); ``private_bayes_lp`` tightens them (``_DEFAULT_OPTIONS``). Pass these as
+#: ``solver_options`` to see a raw answer as the paper's Algorithm 1 would get it.
+HIGHS_DEFAULT_TOLERANCES: dict[str, float] = {"primal_feasibility_tolerance": 1e-7, "dual_feasibility_tolerance": 1e-7}
 # HiGHS's default feasibility tolerance (1e-7) lets tiny entries break the DP inequalities and the
 # objective fall below the true optimum by ~1e-9; tighter tolerances keep it within ~1e-12.
 _DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
@@ -314,6 +321,61 @@ def privacy_loss(log_P: ArrayLike, neighbours: Iterable[Any]) -> float:
     inputs (observations) on the columns of ``log_P`` and explicit neighbour pairs.
     """
     return dp_log_violation(log_P, 0.0, neighbours)
+
+
+@dataclass(frozen=True)
+class DPBreaches:
+    """How a randomised estimator breaks the eps-DP inequalities of paper eq. (11).
+
+    Attributes
+    ----------
+    n_zero_positive : int
+        Triples ``(k, i, i')``, ``(i, i')`` an unordered neighbour pair, with one of ``P[k, i]``,
+        ``P[k, i']`` zero and the other positive: each gives an infinite privacy loss.
+    n_violations : int
+        Ordered triples with ``P[k, i] > exp(eps) P[k, i'] (1 + DP_RTOL)`` (both orders of every
+        pair): broken beyond the relative tolerance of the library's DP check.
+    max_violation : float
+        Largest ``P[k, i] - exp(eps) P[k, i']`` over those (``<= 0`` when none breaks), in
+        probability units: how far the answer is from feasible for LP (11).
+    """
+
+    n_zero_positive: int
+    n_violations: int
+    max_violation: float
+
+
+def dp_breaches(P: ArrayLike, eps: float, neighbours: Iterable[Any]) -> DPBreaches:
+    """Count the DP inequalities ``P[k, i] <= exp(eps) P[k, i']`` (paper eq. (11)) that ``P`` breaks.
+
+    A diagnostic of a raw LP answer (paper Algorithm 1 before any repair): the linear-scale
+    counterpart of :func:`dp_log_violation`, which gives the privacy loss itself.
+
+    Parameters
+    ----------
+    P : array_like, shape (n_est, n_obs)
+        ``P[k, i] = Pr(estimate k | observation i)``, non-negative.
+    eps : float
+        Privacy parameter, ``> 0``.
+    neighbours : iterable of (int, int)
+        Pairs of neighbouring observations; each constrains both directions.
+
+    Returns
+    -------
+    DPBreaches
+    """
+    P = np.asarray(P, dtype=float)
+    if P.ndim != 2 or np.any(P < 0) or not np.all(np.isfinite(P)):
+        raise ValueError("P must be a 2-D array of finite non-negative probabilities")
+    eps = check_positive("eps", eps)
+    nb = _neighbour_array(neighbours, P.shape[1])
+    if nb.shape[0] == 0:
+        return DPBreaches(0, 0, -np.inf)
+    a, b = P[:, nb[:, 0]], P[:, nb[:, 1]]
+    zero_positive = int(np.sum((a == 0) != (b == 0)))
+    excess = np.concatenate([a - np.exp(eps) * b, b - np.exp(eps) * a], axis=1)
+    bound = np.exp(eps) * DP_RTOL * np.concatenate([b, a], axis=1)
+    return DPBreaches(zero_positive, int(np.sum(excess > bound)), float(excess.max()))
 
 
 def _safe_log(P: NDArray[np.float64]) -> NDArray[np.float64]:
