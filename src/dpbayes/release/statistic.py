@@ -47,6 +47,7 @@ OpenDP's measurements used here are behind its ``"contrib"`` feature flag, which
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 from dataclasses import dataclass
@@ -189,8 +190,9 @@ def _warn_uninformative(level: float, n: int, eps: float, half_width: int, what:
     )
 
 
+@functools.cache
 def _opendp() -> Any:
-    """Import OpenDP, check its version and switch on the feature flag the measurements need."""
+    """Import OpenDP, check its version and switch on the feature flag the measurements need (once per process)."""
     opendp = require("opendp", "dpbayes.release.statistic (OpenDP's samplers)")
     dp = require("opendp.prelude", "dpbayes.release.statistic (OpenDP's samplers)")
     installed = getattr(opendp, "__version__", None) or _installed_version("opendp")
