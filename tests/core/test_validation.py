@@ -64,3 +64,17 @@ def test_check_interval_requires_finite_increasing_pairs() -> None:
     for bad in [(1.0, 1.0), (2.0, 1.0), (0.0, float("inf")), (float("nan"), 1.0)]:
         with pytest.raises(ValueError, match="ab must be a pair"):
             v.check_interval("ab", bad)
+
+
+def test_privacy_parameter_same_error_for_the_same_mistake():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    for good in (1, 0.5, Fraction(1, 2), Decimal("0.5"), np.float32(0.5), 1e-9, 20):
+        assert v.check_privacy_parameter(good) == pytest.approx(float(good))
+    for wrong_type in ("1", True, np.bool_(True), [1.0], None):
+        with pytest.raises(TypeError, match=r"eps must be a real number in \[1e-09, 20\]"):
+            v.check_privacy_parameter(wrong_type)
+    for out_of_range in (0.0, -1, 21, float("nan"), float("inf"), Decimal("1e-300")):
+        with pytest.raises(ValueError, match=r"epsilon must lie in \[1e-09, 20\]"):
+            v.check_privacy_parameter(out_of_range, "epsilon")

@@ -639,3 +639,30 @@ def test_laplace_release_privacy_loss_is_eps_under_both_relations(n_bound, eps):
     assert stats.kstest(drawn, stats.laplace(loc=1.0, scale=1.0 / eps).cdf).pvalue > ALPHA
     with pytest.raises(ValueError, match="neighbours must be one of"):
         release.release_count_laplace(1, n_bound, eps, p=0.4, neighbours="unbounded")
+
+
+def test_the_same_mistake_gets_the_same_error_in_every_entry_point():
+    """issue 51: a string eps was a ValueError in compare_estimators and a TypeError in the releases; a list prior
+    was refused where a tuple was accepted; a Decimal eps was refused where a Fraction was accepted."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from dpbayes.choosing.decision import recommend
+    from dpbayes.release import table
+
+    calls = {
+        "compare_estimators": lambda e, pr: estimator_choice.compare_estimators(30, e, prior=pr, candidates=["geometric", "geometric-bayes"]),
+        "recommend": lambda e, pr: recommend(30, e, prior=pr, criterion="average"),
+        "release_count_geometric": lambda e, pr: release.release_count_geometric(10, 30, e, estimator="mean", prior=pr),
+        "release_proportion": lambda e, pr: release.release_proportion(10, 30, e, beta_prior=pr),
+        "release_table": lambda e, pr: table.release_table({"x": np.arange(30) < 10}, ["x"], e, prior=pr, criterion="average"),
+    }
+    for name, call in calls.items():
+        for wrong in ("1", True):
+            with pytest.raises(TypeError, match="must be a real number"):
+                call(wrong, (1, 1))
+        with pytest.raises(ValueError, match=r"must lie in \[1e-09, 20\]"):
+            call(0.0, (1, 1))
+        for eps in (Fraction(1, 2), Decimal("0.5")):
+            for prior in ((1, 1), [1, 1]):
+                assert call(eps, prior) is not None, name

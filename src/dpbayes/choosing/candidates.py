@@ -37,6 +37,7 @@ this module shows what it costs at a fixed data set.
 
 from __future__ import annotations
 
+import decimal
 import functools
 import numbers
 from collections.abc import Callable
@@ -52,7 +53,7 @@ from dpbayes.core._extras import lazy_module
 from dpbayes.core.extremes import refine_scanned_extreme
 from dpbayes.core.geometric import geometric_kernel_sums, geometric_row_factors
 from dpbayes.ubapp.optimal import _log_space_mean_offset, betabinom_logpmf
-from dpbayes.core.validation import check_choice, check_in_range, check_int, check_positive
+from dpbayes.core.validation import check_choice, check_in_range, check_int, check_positive, check_privacy_parameter
 
 # loaded on first use: importing dpbayes.release.statistic (which uses this module) must stay light
 stats = lazy_module("scipy.stats")
@@ -167,11 +168,16 @@ def _prior_weights(prior: CountPrior, n: int) -> FloatArray:
     return w
 
 
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (numbers.Real, decimal.Decimal))
+
+
 def _as_prior(prior: Any, name: str = "prior") -> CountPrior:
     if isinstance(prior, CountPrior):
         return prior
-    if isinstance(prior, tuple) and len(prior) == 2 and all(isinstance(v, numbers.Real) for v in prior):
-        return CountPrior.beta(*prior)
+    # a pair (a, b): a tuple or a list, as the releases take it
+    if isinstance(prior, (tuple, list)) and len(prior) == 2 and all(_is_number(v) for v in prior):
+        return CountPrior.beta(*(float(v) for v in prior))
     raise TypeError(f"{name} must be a CountPrior or a pair (a, b) of a Beta prior on theta, got {prior!r}")
 
 
@@ -685,9 +691,7 @@ for _c in (
 
 
 def _check_eps(eps: Any) -> float:
-    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real) or not 1e-9 <= float(eps) <= 20.0:
-        raise ValueError(f"eps must be a real number in [1e-09, 20], got {eps!r}")
-    return float(eps)
+    return check_privacy_parameter(eps, "eps")
 
 
 def _problem(n: Any, eps: Any, prior: Any, estimand: Any) -> _Problem:

@@ -6,6 +6,7 @@ that names the parameter and the allowed range, *before* any computation starts.
 
 from __future__ import annotations
 
+import decimal
 import numbers
 from typing import Any
 
@@ -23,7 +24,13 @@ __all__ = [
     "check_distribution",
     "check_rng",
     "check_choice",
+    "check_privacy_parameter",
+    "EPS_RANGE",
 ]
+
+#: The privacy parameters a release or a comparison accepts: far below, OpenDP cannot build a sampler and
+#: the noise hides any count; above, the noise moves a count with probability < 4e-9.
+EPS_RANGE = (1e-9, 20.0)
 
 
 def _is_real_scalar(value: Any) -> bool:
@@ -149,3 +156,17 @@ def check_interval(name: str, pair: Any) -> tuple[float, float]:
     if not (np.isfinite(low) and np.isfinite(high) and low < high):
         raise ValueError(f"{name} must be a pair (low, high) of finite numbers with low < high, got {pair!r}")
     return low, high
+
+
+def check_privacy_parameter(value: Any, name: str = "eps", *, low: float = EPS_RANGE[0], high: float = EPS_RANGE[1]) -> float:
+    """A privacy parameter: a real number (``int``, ``float``, ``Fraction``, ``Decimal``, NumPy scalar; not a
+    bool, a string or an array) in ``[low, high]``. :class:`TypeError` for a wrong type, :class:`ValueError` for
+    a value out of range or NaN, each naming the parameter and the range: the same mistake gets the same error
+    in every release and comparison.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        raise TypeError(f"{name} must be a real number in [{low:g}, {high:g}], got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not low <= v <= high:  # also NaN
+        raise ValueError(f"{name} must lie in [{low:g}, {high:g}], got {v!r}")
+    return v

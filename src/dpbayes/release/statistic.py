@@ -68,7 +68,7 @@ from dpbayes.ubapp.optimal import (
     beta_posterior_mean_remap, beta_prior_on_grid, betabinom_logpmf, ubapp_exact,
 )
 from dpbayes.core.validation import (
-    check_choice, check_distribution, check_grid, check_int, check_positive,
+    EPS_RANGE, check_choice, check_distribution, check_grid, check_int, check_positive, check_privacy_parameter,
 )
 
 stats = lazy_module("scipy.stats")
@@ -118,10 +118,10 @@ CONSTANT_TIME_MAX_N = 10_000
 LAPLACE_ESTIMATORS = ("mean", "median")
 #: Smallest eps of a release: far below it OpenDP's conservative arithmetic cannot build the sampler
 #: (eps = 1e-300 fails inside OpenDP), and at 1e-9 the noise (scale 10**9) already hides any count.
-MIN_EPS = 1e-9
+MIN_EPS = EPS_RANGE[0]
 #: Largest eps of a release: the geometric noise moves the count with probability
 #: ``2 e^-eps / (1 + e^-eps)``, 4e-9 at eps = 20; above, a release publishes the exact count.
-MAX_EPS = 20.0
+MAX_EPS = EPS_RANGE[1]
 #: Largest share of the prior in the ``theta`` estimate, ``(a + b) / (a + b + n)``: above it a release
 #: would report the prior and ignore the data, and is refused.
 PRIOR_SHARE_MAX = 0.99
@@ -130,16 +130,14 @@ PROPORTION_ESTIMANDS = ("proportion", "theta")
 
 
 def _check_eps(eps: Any) -> float:
-    """A real scalar in ``[MIN_EPS, MAX_EPS]`` (not a bool, not an array), named in every message."""
-    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
-        raise TypeError(f"eps must be a real number in [{MIN_EPS:g}, {MAX_EPS:g}], got {type(eps).__name__} {eps!r}")
-    value = float(eps)
-    if not MIN_EPS <= value <= MAX_EPS:  # also NaN
+    """A real scalar in ``[MIN_EPS, MAX_EPS]`` (:func:`dpbayes.core.validation.check_privacy_parameter`), with the reason for the range."""
+    try:
+        return check_privacy_parameter(eps, "eps", low=MIN_EPS, high=MAX_EPS)
+    except ValueError as exc:
         raise ValueError(
-            f"eps must lie in [{MIN_EPS:g}, {MAX_EPS:g}], got {value!r} (above {MAX_EPS:g} a release publishes the "
-            f"count itself: the noise moves it with probability < 4e-9; below {MIN_EPS:g} it says nothing about the data)"
-        )
-    return value
+            f"{exc} (above {MAX_EPS:g} a release publishes the count itself: the noise moves it with probability < 4e-9; "
+            f"below {MIN_EPS:g} it says nothing about the data)"
+        ) from None
 
 
 def _check_count(count: Any, n: int) -> int:
@@ -924,7 +922,7 @@ class GeometricCountRelease:
             if self.estimator not in PRIOR_FREE_COUNT_ESTIMATORS:
                 raise ValueError(f"estimator={self.estimator!r} needs a prior: (a, b) for p ~ Beta(a, b) (unknown p; (1, 1) is flat) or p")
             self.prior: estimator_choice.CountPrior | None = None
-        elif isinstance(prior, tuple):
+        elif isinstance(prior, (tuple, list)):
             if len(prior) != 2:
                 raise TypeError(f"prior must be a pair (a, b) of numbers > 0 or a probability p, got {prior!r}")
             self.prior = estimator_choice.CountPrior.beta(check_positive("prior[0]", prior[0]), check_positive("prior[1]", prior[1]))

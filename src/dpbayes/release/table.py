@@ -43,9 +43,9 @@ from dpbayes.choosing.decision import CRITERIA, recommend
 from dpbayes.core._extras import require
 from dpbayes.core.geometric import clamped_geometric_logmatrix
 from dpbayes.core.neighbours import ADD_REMOVE, REPLACE_ONE, check_neighbours
-from dpbayes.core.validation import check_choice, check_int
+from dpbayes.core.validation import check_choice, check_int, check_privacy_parameter
 from dpbayes.release.statistic import (
-    MAX_EPS, MAX_N, MIN_EPS, GeometricCountRelease, PrivacyMapError, UninformativeIntervalWarning, _check_level, _opendp,
+    MAX_N, GeometricCountRelease, PrivacyMapError, UninformativeIntervalWarning, _check_level, _opendp,
 )
 
 __all__ = [
@@ -194,15 +194,6 @@ class TableRelease:
         return frame
 
 
-def _check_epsilon(epsilon: Any) -> float:
-    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real):
-        raise TypeError(f"epsilon must be a real number in [{MIN_EPS:g}, {MAX_EPS:g}], got {type(epsilon).__name__}")
-    value = float(epsilon)
-    if not MIN_EPS <= value <= MAX_EPS:
-        raise ValueError(f"epsilon must lie in [{MIN_EPS:g}, {MAX_EPS:g}], got {value!r}")
-    return value
-
-
 def _check_weights(weights: Any, releases: int) -> list[float] | None:
     if weights is None:
         return None
@@ -264,7 +255,7 @@ class PrivateTable:
         neighbours: str = REPLACE_ONE, n: int | None = None, contributions: int = 1,
     ) -> None:
         # every public parameter is checked before the data are read
-        self.epsilon = _check_epsilon(epsilon)
+        self.epsilon = check_privacy_parameter(epsilon, "epsilon")
         self.releases = check_int("releases", releases, minimum=1, maximum=10_000)
         split = _check_weights(weights, self.releases)
         self.neighbours = check_neighbours(neighbours)
