@@ -107,7 +107,7 @@ def test_certificate_agrees_with_the_remap_and_bounds_the_optimum():
     n, prior = 20, (1.0, 1.0)
     th = pg.binary_geometric_threshold(n, prior)
     assert th.sign_changes == 1 and not th.optimal_at_low and th.optimal_at_high
-    for eps, expect in ((th.eps_star * (1 - 1e-3), False), (th.eps_star * (1 + 1e-3), True)):
+    for eps, expect in ((th.eps_star_exact * (1 - 1e-3), False), (th.eps_star_exact * (1 + 1e-3), True)):
         cert = pg.binary_geometric_certificate(n, eps, prior)
         assert cert.optimal is expect
         remap = pr.optimal_release_bayes_exact(n, eps, prior, data_prior=pr.beta_binomial_data_prior(n, prior)).info["remap"]
@@ -125,8 +125,8 @@ def test_margin_is_continuous_and_changes_sign_at_the_threshold():
     n, prior = 12, (1.0, 1.0)
     L, w = pr.binary_loss_matrix(n, prior), pr.beta_binomial_data_prior(n, prior)
     th = pg.geometric_threshold(L, w)
-    lo = pg.geometric_certificate(L, w, th.eps_star - 1e-7, lower_bound=False).margin
-    hi = pg.geometric_certificate(L, w, th.eps_star + 1e-7, lower_bound=False).margin
+    lo = pg.geometric_certificate(L, w, th.eps_star_exact - 1e-7, lower_bound=False).margin
+    hi = pg.geometric_certificate(L, w, th.eps_star_exact + 1e-7, lower_bound=False).margin
     assert lo < 0 <= hi and hi - lo < 1e-5
 
 
@@ -198,3 +198,30 @@ def test_small_parameter_priors_raise_the_threshold_and_can_favour_the_floor():
     flo, geo = (w @ _risks(m, n, 3.0, (0.02, 3.0)) for m in ("LSHist", "Geometric"))
     assert flo < geo
     assert not pg.binary_geometric_certificate(n, 3.0, (0.02, 3.0)).optimal
+
+
+def test_threshold_with_a_tolerance_ignores_data_sets_of_negligible_mass():
+    # Beta(50, 5), n = 50: the exact root sits near 4.2, set by data sets the prior almost excludes;
+    # the relative excess over the optimum is already about 1e-6 at eps = 1.4
+    n, prior = 50, (50.0, 5.0)
+    L, w = pr.binary_loss_matrix(n, prior), pr.beta_binomial_data_prior(n, prior)
+    exact = pg.geometric_threshold(L, w, rtol=0.0)
+    tol = pg.geometric_threshold(L, w)
+    assert tol.rtol == 1e-6 and exact.eps_star == exact.eps_star_exact == tol.eps_star_exact
+    assert exact.eps_star > 4.0 and 1.3 < tol.eps_star < 1.6
+    assert pg.relative_excess(L, w, tol.eps_star) == pytest.approx(1e-6, rel=1e-6)
+    assert pg.relative_excess(L, w, 1.0) > 1e-2 and pg.relative_excess(L, w, 2.0) < 1e-12
+    # the excess against the LP optimum, at a point below the exact root
+    lp = pr.optimal_release_lp(n, 1.0, prior, data_prior=w)
+    geo = float(w @ _risks("Geometric", n, 1.0, prior))
+    assert pg.relative_excess(L, w, 1.0) == pytest.approx(geo / lp.value - 1, rel=1e-4)
+    # where the certificate holds the excess is 0
+    assert pg.relative_excess(L, w, exact.eps_star_exact * 1.01) == 0.0
+    with pytest.raises(ValueError, match="rtol"):
+        pg.geometric_threshold(L, w, rtol=-1.0)
+
+
+def test_threshold_tolerance_barely_moves_the_uniform_prior():
+    n = 20
+    th = pg.binary_geometric_threshold(n, (1.0, 1.0))
+    assert th.eps_star <= th.eps_star_exact < th.eps_star * 1.05

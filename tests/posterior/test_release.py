@@ -247,6 +247,21 @@ def test_notes_thresholds():
     assert 1 <= n0 <= 31 and np.all(pa[n0 - 1 :] > pb[n0 - 1 :])
 
 
+def test_crossover_all_x_reads_a_tie_as_not_ahead():
+    # Beta(0.02, 3), eps = 3: at x = 1 the good set holds every candidate for n <= 5, so both good-set
+    # probabilities are 1 (a tie, +-1e-16 in floating point); the notes' strict inequality fails there
+    n0, margin = pr.crossover_n_all_x(3.0, (0.02, 3.0), 12)
+    assert n0 == 6
+    assert np.all(np.abs(margin[1:5]) < 1e-14) and np.all(margin[5:] > 1e-3)
+    g = pr.good_set_rows(4, 3.0, (0.02, 3.0), ("LSHist", "EHD-notes"))
+    assert g["size_good"][1] == 5 and g["good_LSHist"][1] == pytest.approx(1.0, abs=1e-15)
+    # the tie tolerance is the only difference from a bare "> 0"
+    assert pr.crossover_n_all_x(3.0, (0.02, 3.0), 12, tie_tol=0.0)[0] == 1 + int(np.flatnonzero(~(margin > 0))[-1]) + 1
+    assert pr.crossover_n_all_x(1.0, (1.0, 1.0), 30)[0] == pr.crossover_n_all_x(1.0, (1.0, 1.0), 30, tie_tol=0.0)[0]
+    with pytest.raises(ValueError, match="tie_tol"):
+        pr.crossover_n_all_x(1.0, (1.0, 1.0), 5, tie_tol=-1.0)
+
+
 def test_ehds_smoothing_beta_is_used():
     default = pr.exact_output_distribution("EHDS", 20, 1.0, (1, 1))
     explicit = pr.exact_output_distribution("EHDS", 20, 1.0, (1, 1), smoothing_beta=se.pure_dp_smoothing_beta(20, (1, 1)))
@@ -593,3 +608,58 @@ def test_loss_matrices_of_the_other_distances(prior):
     assert pr.binary_loss_matrix(n, prior, "mean_sq")[x, j] == pytest.approx((4 / (a + b + n)) ** 2, rel=1e-12)
     with pytest.raises(ValueError, match="loss"):
         pr.binary_loss_matrix(n, prior, "wasserstein")
+
+
+# -- the data-independent baseline and the crossovers in eps --------------------------------------------
+def test_constant_release_is_the_best_column_and_bounds_the_optimum():
+    n, prior, eps = 12, (1.0, 1.0), 0.05
+    L, w = pr.binary_loss_matrix(n, prior), pr.beta_binomial_data_prior(n, prior)
+    j, value = pr.constant_release(L, w)
+    assert value == pytest.approx(min(float(w @ L[:, k]) for k in range(n + 1)), rel=1e-14)
+    assert j == n // 2  # symmetric problem: the middle candidate
+    # a constant release is eps-DP for every eps, so the optimum is at most its error; at small eps it is close
+    opt = pr.optimal_release_lp(n, eps, prior, data_prior=w).value
+    assert opt <= value * (1 + 1e-9) and value < 1.05 * opt
+    geo = float(w @ pr.release_risks(np.exp(pr.exact_log_output_distribution("Geometric", n, eps, prior)), L))
+    assert value < geo  # ... and beats the geometric mechanism there
+    with pytest.raises(ValueError, match="pi must"):
+        pr.constant_release(L, w * 2)
+
+
+def test_dirichlet_multinomial_data_prior_reduces_to_beta_binomial():
+    np.testing.assert_allclose(pr.dirichlet_multinomial_data_prior(9, (0.5, 2.0)), pr.beta_binomial_data_prior(9, (0.5, 2.0)), rtol=1e-12)
+    w = pr.dirichlet_multinomial_data_prior(6, (1.0, 1.0, 1.0))
+    np.testing.assert_allclose(w, np.full(28, 1 / 28), rtol=1e-12)  # uniform over compositions
+
+
+def test_multi_release_risks_match_mean_error_and_the_lp():
+    n, prior, eps = 4, (1.0, 1.0, 1.0), 1.0
+    w = pr.dirichlet_multinomial_data_prior(n, prior)
+    cand = se.candidate_counts(n, 3)
+    r = pr.multi_release_risks(n, eps, prior)
+    assert set(r) == set(pr.NOISE_MECHANISMS_MULTI)
+    assert r["LSHist"] == pytest.approx(float(w @ [pr.mean_error("LSHist", c, eps, prior) for c in cand]), rel=1e-12)
+    opt = pr.optimal_release_lp_multi(n, eps, prior, data_prior=w).value
+    const = pr.constant_release(pr.multi_distance_matrix(n, prior), w)[1]
+    assert all(v >= opt * (1 - 1e-6) for v in r.values()) and opt <= const * (1 + 1e-6)
+    with pytest.raises(ValueError, match="k >= 3"):
+        pr.multi_release_risks(n, eps, (1.0, 1.0))
+
+
+def test_crossover_eps_finds_every_sign_change():
+    roots = pr.crossover_eps(lambda e: (e - 0.3) * (e - 2.0), (0.01, 10.0), scan=16, xtol=1e-10)
+    np.testing.assert_allclose(roots, [0.3, 2.0], atol=1e-9)
+    assert pr.crossover_eps(lambda e: 1.0, (0.1, 1.0)).size == 0
+    with pytest.raises(ValueError, match="eps_range"):
+        pr.crossover_eps(lambda e: e, (1.0, 0.5))
+
+
+def test_constant_release_beats_every_noise_adding_mechanism_at_small_eps_three_categories():
+    # k = 3, n = 8, uniform prior: below the crossover the data-independent release wins, above it not
+    n, prior = 8, (1.0, 1.0, 1.0)
+    w = pr.dirichlet_multinomial_data_prior(n, prior)
+    const = pr.constant_release(pr.multi_distance_matrix(n, prior), w)[1]
+    root = pr.crossover_eps(lambda e: min(pr.multi_release_risks(n, e, prior).values()) - const, (0.1, 3.0))
+    assert root.size == 1 and 0.5 < root[0] < 0.6
+    assert min(pr.multi_release_risks(n, 0.9 * root[0], prior).values()) > const
+    assert min(pr.multi_release_risks(n, 1.1 * root[0], prior).values()) < const

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
-from scipy.optimize import linprog
+from scipy.optimize import brentq, linprog
+from scipy.special import gammaln
 
 from dpbayes.core.distances import hellinger_dirichlet, kl_beta, total_variation_beta
 from dpbayes.core.geometric import truncated_geometric_logmatrix
-from dpbayes.posterior.accuracy import _GOOD_SET_RTOL, binary_distance_matrix
+from dpbayes.posterior.accuracy import _GOOD_SET_RTOL, binary_distance_matrix, mean_error, projected_release_log_distribution
+from dpbayes.posterior.mechanisms import geometric_multi_release_log_distribution
 from dpbayes.core.privacy_loss import _max_log_ratio, neighbour_pairs
 from dpbayes.posterior.sensitivity import (
     candidate_counts,
@@ -45,6 +48,12 @@ __all__ = [
     "optimal_release_minimax",
     "composition_neighbours",
     "optimal_release_lp_multi",
+    "NOISE_MECHANISMS_MULTI",
+    "constant_release",
+    "dirichlet_multinomial_data_prior",
+    "multi_distance_matrix",
+    "multi_release_risks",
+    "crossover_eps",
 ]
 
 
@@ -588,3 +597,130 @@ def optimal_release_lp_multi(n: int, eps: float, prior: ArrayLike, *, data_prior
     per_x = release_risks(P, L)
     return ReleaseLP(P=P, value=float(pi @ per_x), solver_value=float(res.fun), privacy_loss=ploss, repair_weight=lam,
                      per_x=per_x, info={"n": n, "k": k, "eps": eps, "candidates": cand, "data_prior": pi})
+
+
+# -- baselines for the comparison of mechanisms: the data-independent release and crossovers in eps -------
+# Not in the notes. A release that ignores the data is 0-DP, hence eps-DP for every eps; its best version
+# (the candidate with the smallest prior-averaged loss) is a floor below which no mechanism is worth its
+# noise. :func:`crossover_eps` locates where two averaged errors cross, by Brent's method.
+
+#: The ``k``-category mechanisms of :func:`multi_release_risks` that add noise to the counts (the notes'
+#: Alg. 1-2, LSHist rounded, LSHist projected onto ``R_alpha`` and the geometric analogue).
+NOISE_MECHANISMS_MULTI = ("LSDim", "LSHist", "LSHist-round", "LSHist projected", "Geometric (k categories)")
+
+
+def constant_release(L: ArrayLike, pi: ArrayLike) -> tuple[int, float]:
+    """The best data-independent release: ``j* = argmin_j sum_x pi(x) L[x, j]`` and that averaged loss.
+
+    It releases the same candidate whatever the data, so it is 0-DP (eps-DP for every eps) and has zero
+    loss at its own data set; its averaged loss is the value every eps-DP release's optimum is at most
+    (not in the notes; the baseline of chapter 2's comparisons).
+
+    Parameters
+    ----------
+    L : array_like, shape (m, r)
+        ``L[x, j]``, the loss of release ``j`` at data set ``x`` (finite).
+    pi : array_like, shape (m,)
+        Weights of the data sets (non-negative, summing to 1).
+
+    Returns
+    -------
+    (int, float)
+        The index ``j*`` (the first of ties) and ``sum_x pi(x) L[x, j*]``.
+    """
+    Lm = np.asarray(L, dtype=float)
+    w = np.asarray(pi, dtype=float)
+    if Lm.ndim != 2 or not np.all(np.isfinite(Lm)):
+        raise ValueError(f"L must be a finite matrix (data sets x releases), got shape {Lm.shape}")
+    if w.shape != (Lm.shape[0],) or np.any(~np.isfinite(w)) or np.any(w < 0) or not math.isclose(float(w.sum()), 1.0, abs_tol=1e-9):
+        raise ValueError(f"pi must be {Lm.shape[0]} non-negative weights summing to 1")
+    risk = w @ Lm
+    j = int(np.argmin(risk))
+    return j, float(risk[j])
+
+
+def dirichlet_multinomial_data_prior(n: int, prior: ArrayLike) -> NDArray[np.float64]:
+    """Prior predictive of the compositions of ``n`` (order of :func:`dpbayes.posterior.sensitivity.candidate_counts`):
+    ``n! / prod_i c_i! * B(alpha + c) / B(alpha)``, the ``k``-category analogue of :func:`beta_binomial_data_prior`."""
+    alpha = check_prior(prior)
+    n = check_int("n", n, minimum=1, maximum=3000 if alpha.size == 2 else 60)
+    cand = candidate_counts(n, alpha.size).astype(float)
+
+    def log_b(v: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(gammaln(v).sum(axis=-1) - gammaln(v.sum(axis=-1)))
+
+    logp = gammaln(n + 1.0) - gammaln(cand + 1.0).sum(axis=1) + log_b(alpha + cand) - log_b(alpha)
+    p = np.exp(logp - logp.max())
+    return np.asarray(p / p.sum())
+
+
+def multi_distance_matrix(n: int, prior: ArrayLike) -> NDArray[np.float64]:
+    """``D[c, c'] = H(Dir(alpha + c), Dir(alpha + c'))`` over all compositions of ``n`` (any ``k >= 2``)."""
+    alpha = check_prior(prior)
+    n = check_int("n", n, minimum=1, maximum=3000 if alpha.size == 2 else 60)
+    post = candidate_counts(n, alpha.size) + alpha
+    return np.asarray(hellinger_dirichlet(post[:, None, :], post[None, :, :]), dtype=float)
+
+
+def multi_release_risks(
+    n: int, eps: float, prior: ArrayLike, mechanisms: tuple[str, ...] = NOISE_MECHANISMS_MULTI, *, data_prior: ArrayLike | None = None
+) -> dict[str, float]:
+    """Mean Hellinger error of each mechanism, averaged over all compositions of ``n`` (exact output laws).
+
+    ``k = len(prior) >= 3`` categories. Names: any of :data:`dpbayes.posterior.mechanisms.ALL_MECHANISMS`
+    (through :func:`dpbayes.posterior.accuracy.mean_error`), ``"LSHist projected"`` (LSHist followed by the
+    Hellinger-nearest candidate, :func:`dpbayes.posterior.accuracy.projected_release_log_distribution`) and
+    ``"Geometric (k categories)"`` (:func:`dpbayes.posterior.mechanisms.geometric_multi_release_log_distribution`).
+    Weights: the Dirichlet-multinomial prior predictive unless ``data_prior`` is given.
+    """
+    eps = check_positive("eps", eps)
+    alpha = check_prior(prior)
+    if alpha.size < 3:
+        raise ValueError("multi_release_risks needs k >= 3 categories (binary: exact_log_output_distribution)")
+    n = check_int("n", n, minimum=1, maximum=60)
+    cand = candidate_counts(n, alpha.size)
+    w = dirichlet_multinomial_data_prior(n, alpha) if data_prior is None else np.asarray(data_prior, dtype=float)
+    if w.shape != (len(cand),) or np.any(w < 0) or not math.isclose(float(w.sum()), 1.0, abs_tol=1e-9):
+        raise ValueError(f"data_prior must be {len(cand)} non-negative weights summing to 1")
+    out: dict[str, float] = {}
+    for m in mechanisms:
+        errs = np.empty(len(cand))
+        for i, c in enumerate(cand):
+            if m == "LSHist projected":
+                rel, logq = projected_release_log_distribution("LSHist", c, eps, alpha)
+            elif m == "Geometric (k categories)":
+                rel, logq = geometric_multi_release_log_distribution(c, eps, alpha)
+            else:
+                errs[i] = mean_error(m, c, eps, alpha)
+                continue
+            errs[i] = float(np.exp(logq) @ np.asarray(hellinger_dirichlet(alpha + c, alpha + rel)))
+        out[m] = float(w @ errs)
+    return out
+
+
+def crossover_eps(
+    diff: Callable[[float], float], eps_range: tuple[float, float], *, scan: int = 8, xtol: float = 1e-6
+) -> NDArray[np.float64]:
+    """Every eps in ``eps_range`` where ``diff`` (continuous in eps) changes sign, by Brent's method.
+
+    ``diff`` is evaluated at ``scan`` log-spaced points; each bracket with a sign change is refined by
+    ``scipy.optimize.brentq`` to ``xtol`` (default ``1e-6``, three orders below the 3 digits a crossover is
+    printed with). Used for the difference of two averaged errors (a mechanism against
+    :func:`constant_release`, or two mechanisms). Not in the notes.
+
+    Returns
+    -------
+    ndarray
+        The roots in increasing order (empty when the scan sees no sign change).
+    """
+    lo, hi = (float(v) for v in eps_range)
+    check_positive("eps_range", np.array([lo, hi]))
+    if not lo < hi:
+        raise ValueError(f"eps_range must be (low, high) with low < high, got {eps_range}")
+    scan = check_int("scan", scan, minimum=2)
+    xtol = float(check_positive("xtol", xtol))
+    grid = np.geomspace(lo, hi, scan)
+    vals = np.array([float(diff(float(e))) for e in grid])
+    pos = vals > 0
+    roots = [float(brentq(diff, grid[i], grid[i + 1], xtol=xtol)) for i in np.flatnonzero(pos[:-1] != pos[1:])]
+    return np.asarray(roots, dtype=float)

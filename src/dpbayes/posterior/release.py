@@ -78,6 +78,12 @@ from dpbayes.posterior.statements import (  # noqa: F401 (re-exported)
 from dpbayes.posterior.optimal import (  # noqa: F401 (re-exported)
     beta_binomial_data_prior,
     _binary_log_loss,
+    constant_release,
+    crossover_eps,
+    dirichlet_multinomial_data_prior,
+    multi_distance_matrix,
+    multi_release_risks,
+    NOISE_MECHANISMS_MULTI,
     binary_loss_matrix,
     _certify_release,
     _certify_release_pairs,
@@ -153,4 +159,10 @@ __all__ = [
     "optimal_release_lp_multi",
     "geometric_multi_release_log_distribution",
     "binary_local_sensitivities",
+    "NOISE_MECHANISMS_MULTI",
+    "constant_release",
+    "dirichlet_multinomial_data_prior",
+    "multi_distance_matrix",
+    "multi_release_risks",
+    "crossover_eps",
 ]

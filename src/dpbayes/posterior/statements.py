@@ -202,15 +202,27 @@ def theorem_2_3_rows(n: int, eps: float, prior: ArrayLike, gamma: float) -> dict
     return {"x": np.arange(n + 1, dtype=float), "t": t, "M": M, "ls": ls, "K": np.full(n + 1, float(K))}
 
 
-def crossover_n_all_x(eps: float, prior: ArrayLike, n_max: int, mechanism_b: str = "EHD-notes") -> tuple[int, NDArray[np.float64]]:
+def crossover_n_all_x(
+    eps: float, prior: ArrayLike, n_max: int, mechanism_b: str = "EHD-notes", *, tie_tol: float = 1e-12
+) -> tuple[int, NDArray[np.float64]]:
     """Smallest ``n0`` such that ``P[LSHist(x) in R_g] > P[B(x) in R_g]`` for **every** data set of every
-    size ``n0 <= n <= n_max``. Also returns ``min_x (P_LSHist - P_B)`` for ``n = 1..n_max``."""
+    size ``n0 <= n <= n_max`` (notes Cor 2.5.2, a strict inequality). Also returns ``min_x (P_LSHist - P_B)``
+    for ``n = 1..n_max``.
+
+    LSHist counts as ahead at ``x`` only when its margin exceeds ``tie_tol`` (default ``1e-12``, far above
+    the rounding of the two summed exact laws, about ``1e-16``, and far below every margin that is not a
+    tie). A margin within ``tie_tol`` of 0 is a tie, e.g. when the good set holds every candidate and both
+    probabilities are 1; the strict inequality of the notes does not hold at a tie.
+    """
     n_max = check_int("n_max", n_max, minimum=1, maximum=3000)
+    tie_tol = float(tie_tol)
+    if not (math.isfinite(tie_tol) and tie_tol >= 0.0):
+        raise ValueError(f"tie_tol must be a finite number >= 0, got {tie_tol}")
     margin = np.empty(n_max)
     for n in range(1, n_max + 1):
         g = good_set_rows(n, eps, prior, ("LSHist", mechanism_b))
         margin[n - 1] = float(np.min(g["good_LSHist"] - g["good_" + mechanism_b]))
-    behind = np.flatnonzero(~(margin > 0))
+    behind = np.flatnonzero(~(margin > tie_tol))
     return (int(behind[-1]) + 2 if behind.size else 1), margin
 
 
