@@ -188,9 +188,8 @@ def _warn_uninformative(level: float, n: int, eps: float, half_width: int, what:
     )
 
 
-@functools.cache
 def _opendp() -> Any:
-    """Import OpenDP, check its version and switch on the feature flag the measurements need (once per process)."""
+    """Import OpenDP, check its version and switch on the feature flag the measurements need."""
     opendp = require("opendp", "dpbayes.release.statistic (OpenDP's samplers)")
     dp = require("opendp.prelude", "dpbayes.release.statistic (OpenDP's samplers)")
     installed = getattr(opendp, "__version__", None) or _installed_version("opendp")
@@ -204,6 +203,7 @@ def _opendp() -> Any:
     return dp
 
 
+@functools.cache  # reading the package metadata costs ~10 ms; a release table calls this per release
 def _installed_version(name: str) -> str:
     from importlib.metadata import version
 
