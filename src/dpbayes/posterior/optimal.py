@@ -667,7 +667,7 @@ def multi_release_risks(
 ) -> dict[str, float]:
     """Mean Hellinger error of each mechanism, averaged over all compositions of ``n`` (exact output laws).
 
-    ``k = len(prior) >= 3`` categories. Names: any of :data:`dpbayes.posterior.mechanisms.ALL_MECHANISMS`
+    ``k = len(prior) >= 3`` categories. Names: any of ``dpbayes.posterior.mechanisms.ALL_MECHANISMS``
     (through :func:`dpbayes.posterior.accuracy.mean_error`), ``"LSHist projected"`` (LSHist followed by the
     Hellinger-nearest candidate, :func:`dpbayes.posterior.accuracy.projected_release_log_distribution`) and
     ``"Geometric (k categories)"`` (:func:`dpbayes.posterior.mechanisms.geometric_multi_release_log_distribution`).

@@ -125,7 +125,8 @@ class AttributeRelease:
         probability at least ``level`` at every count.
     level : float
     uninformative : bool
-        The interval covers every possible value (the release warns, :class:`UninformativeIntervalWarning`).
+        The interval covers every possible value (the release warns,
+        :class:`~dpbayes.release.statistic.UninformativeIntervalWarning`).
     estimator : {"none", "minimax", "mean", "median"}
         As :class:`~dpbayes.release.statistic.GeometricCountRelease` names it.
     reason : str
