@@ -63,7 +63,7 @@ from scipy.optimize import brentq
 
 from dpbayes.ubapp.certificates import dual_lower_bound
 from dpbayes.core.geometric import truncated_geometric_logmatrix
-from dpbayes.posterior.optimal import beta_binomial_data_prior, binary_loss_matrix
+from dpbayes.posterior.optimal import _check_eps_scan, beta_binomial_data_prior, binary_loss_matrix
 from dpbayes.core.validation import check_choice, check_int, check_positive
 
 __all__ = [
@@ -369,12 +369,7 @@ def geometric_threshold(
         the exact threshold, which data sets of negligible prior mass can set.
     """
     Lm, w = _check_problem(L, pi)
-    lo, hi = (float(v) for v in eps_range)
-    check_positive("eps_range", np.array([lo, hi]))
-    if not lo < hi:
-        raise ValueError(f"eps_range must be (low, high) with low < high, got {eps_range}")
-    scan = check_int("scan", scan, minimum=2)
-    xtol = float(check_positive("xtol", xtol))
+    lo, hi, scan, xtol = _check_eps_scan(eps_range, scan, xtol)
     rtol = float(rtol)
     if not (math.isfinite(rtol) and rtol >= 0.0):
         raise ValueError(f"rtol must be a finite number >= 0, got {rtol}")

@@ -698,6 +698,15 @@ def multi_release_risks(
     return out
 
 
+def _check_eps_scan(eps_range: tuple[float, float], scan: int, xtol: float) -> tuple[float, float, int, float]:
+    """The arguments of a scan of eps followed by Brent's method: ``0 < low < high``, ``scan >= 2``, ``xtol > 0``."""
+    lo, hi = (float(v) for v in eps_range)
+    check_positive("eps_range", np.array([lo, hi]))
+    if not lo < hi:
+        raise ValueError(f"eps_range must be (low, high) with low < high, got {eps_range}")
+    return lo, hi, check_int("scan", scan, minimum=2), float(check_positive("xtol", xtol))
+
+
 def crossover_eps(
     diff: Callable[[float], float], eps_range: tuple[float, float], *, scan: int = 8, xtol: float = 1e-6
 ) -> NDArray[np.float64]:
@@ -713,12 +722,7 @@ def crossover_eps(
     ndarray
         The roots in increasing order (empty when the scan sees no sign change).
     """
-    lo, hi = (float(v) for v in eps_range)
-    check_positive("eps_range", np.array([lo, hi]))
-    if not lo < hi:
-        raise ValueError(f"eps_range must be (low, high) with low < high, got {eps_range}")
-    scan = check_int("scan", scan, minimum=2)
-    xtol = float(check_positive("xtol", xtol))
+    lo, hi, scan, xtol = _check_eps_scan(eps_range, scan, xtol)
     grid = np.geomspace(lo, hi, scan)
     vals = np.array([float(diff(float(e))) for e in grid])
     pos = vals > 0

@@ -31,7 +31,6 @@ Estimand: the data set's proportion ``count / n`` under ``"replace-one"``; the c
 from __future__ import annotations
 
 import numbers
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +44,7 @@ from dpbayes.core.geometric import clamped_geometric_logmatrix
 from dpbayes.core.neighbours import ADD_REMOVE, REPLACE_ONE, check_neighbours
 from dpbayes.core.validation import check_choice, check_int, check_privacy_parameter
 from dpbayes.release.statistic import (
-    MAX_N, GeometricCountRelease, PrivacyMapError, UninformativeIntervalWarning, _check_level, _opendp,
+    MAX_N, GeometricCountRelease, PrivacyMapError, _check_level, _opendp, _warn_uninformative,
 )
 
 __all__ = [
@@ -368,10 +367,7 @@ class PrivateTable:
             lo, hi = max(z - k, 0), min(z + k, self.n)
             uninformative = lo == 0 and hi == self.n
             if uninformative:
-                warnings.warn(
-                    f"column {column!r}: the {level:.0%} interval covers every value: with n = {self.n} at epsilon = "
-                    f"{eps_attr:.3g} per attribute the noise hides the count", UninformativeIntervalWarning, stacklevel=2,
-                )
+                _warn_uninformative(level, self.n, eps_attr, k, f"value of column {column!r}")
             rows.append(AttributeRelease(
                 column=column, estimand=estimand, estimate=mech.estimate_of(z) / scale, interval=(lo / scale, hi / scale),
                 level=level, uninformative=uninformative, estimator=estimator, reason=reason, epsilon=eps_attr,
