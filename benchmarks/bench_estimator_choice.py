@@ -1,7 +1,7 @@
 """Time of ``compare_estimators`` (chapter 5) against the release it compares, and against dense sums.
 
 Run by hand: ``.venv/bin/python benchmarks/bench_estimator_choice.py`` (about a minute on 2 cores).
-For each ``n`` and estimand: the best of three wall-clock times of ``compare_estimators(n, eps=1)``
+For each ``n`` and estimand: the best of three wall-clock times of ``compare_estimators(n, epsilon=1)``
 (every candidate that applies at that ``n``), the time of building the optimal release itself
 (``OptimalProportionRelease(n, 1, estimand="theta")``, the chapter 1 remap in ``O(n)``) in the same run, and their ratio;
 at ``n <= 2000`` also the dense ``O(n^2)`` reference (the truncated geometric law as a matrix, the

@@ -166,12 +166,12 @@ def test_compare_table_and_skips():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(n=0, eps=1.0), "n must"),
-    (dict(n=10, eps=-1.0), "eps must"),
-    (dict(n=10, eps=float("nan")), "eps must"),
-    (dict(n=10, eps=1.0, estimand="count"), "estimand"),
-    (dict(n=10, eps=1.0, prior=(0.0, 1.0)), "a must"),
-    (dict(n=10, eps=1.0, candidates=["nope"]), "candidates"),
+    (dict(n=0, epsilon=1.0), "n must"),
+    (dict(n=10, epsilon=-1.0), "epsilon must"),
+    (dict(n=10, epsilon=float("nan")), "epsilon must"),
+    (dict(n=10, epsilon=1.0, estimand="count"), "estimand"),
+    (dict(n=10, epsilon=1.0, prior=(0.0, 1.0)), "a must"),
+    (dict(n=10, epsilon=1.0, candidates=["nope"]), "candidates"),
 ])
 def test_bad_input_is_refused_before_any_work(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):

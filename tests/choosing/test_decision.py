@@ -80,11 +80,11 @@ def test_every_recommended_call_runs_and_releases_the_chosen_estimate() -> None:
 
     for name, call in RELEASES.items():
         filled = call.format(prior="(2, 3)")  # as recommend fills it
-        result = eval(filled, {"release_count_geometric": release_count_geometric, "count": 11, "n": 40, "eps": 0.5})
+        result = eval(filled, {"release_count_geometric": release_count_geometric, "count": 11, "n": 40, "epsilon": 0.5})
         assert 0 <= result.estimate <= 40, name
     worst = recommend(40, 0.5)
     assert worst.call == RELEASES["geometric-minimax"]
-    result = eval(worst.call, {"release_count_geometric": release_count_geometric, "count": 11, "n": 40, "eps": 0.5})
+    result = eval(worst.call, {"release_count_geometric": release_count_geometric, "count": 11, "n": 40, "epsilon": 0.5})
     # the release reports the same worst risk the decision was made on (count scale = n^2 x proportion scale)
     assert result.worst_risk == pytest.approx(worst.worst_risk * 40**2, rel=1e-9)
 

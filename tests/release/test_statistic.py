@@ -90,7 +90,7 @@ def test_exact_privacy_loss_of_the_output_law_is_eps():
     for n, eps in [(1, 0.1), (4, 1.0), (100, 0.1), (100, 1.0)]:
         mech = release.OptimalProportionRelease(n, eps)
         assert audit.exact_privacy_loss(mech.output_law()).eps == pytest.approx(eps, rel=1e-12)
-        assert mech.eps_spent <= eps
+        assert mech.epsilon_spent <= eps
 
 
 @pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # small n or eps: the interval covers [0, 1]
@@ -106,7 +106,7 @@ def test_mutant_with_halved_noise_scale_fails_the_audit(monkeypatch):
 def test_halved_scale_is_refused_by_the_opendp_privacy_map(monkeypatch):
     """The library's own first line of defence: the scale is checked against OpenDP's map."""
     monkeypatch.setattr(release, "_noise_scale", lambda eps: 0.5 / eps)
-    with pytest.raises(release.PrivacyMapError, match="eps = 1.0"):
+    with pytest.raises(release.PrivacyMapError, match="epsilon = 1.0"):
         release.OptimalProportionRelease(N_SMALL, EPS)
     with pytest.raises(release.PrivacyMapError):
         release.LaplaceCountRelease(N_SMALL, EPS, p=0.5)
@@ -120,7 +120,7 @@ def test_estimate_is_the_chapter1_remap_of_the_released_count():
     for count in (0, 37, 100):
         r = mech.release(count)
         assert 0 <= r.noisy_count <= 100 and r.estimate == sol.estimates[r.noisy_count]
-        assert (r.n, r.eps, r.loss) == (100, 1.0, "squared")
+        assert (r.n, r.epsilon, r.loss) == (100, 1.0, "squared")
 
 
 def test_optimal_release_beats_the_laplace_baselines_exactly():
@@ -134,12 +134,12 @@ def test_optimal_release_beats_the_laplace_baselines_exactly():
 
 def test_absolute_loss_beta_prior_matches_a_fine_grid():
     """The continuous Beta posterior-median remap against chapter 1's exact solver on a grid."""
-    cont = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0), estimand="theta")
-    grid = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0), theta_grid=np.linspace(0, 1, 4001), estimand="theta")
+    cont = release.OptimalProportionRelease(30, 0.5, loss="absolute", prior=(2.0, 5.0), estimand="theta")
+    grid = release.OptimalProportionRelease(30, 0.5, loss="absolute", prior=(2.0, 5.0), theta_grid=np.linspace(0, 1, 4001), estimand="theta")
     assert cont.bayes_risk == pytest.approx(grid.bayes_risk, rel=1e-4)
     np.testing.assert_allclose(cont.estimates, grid.estimates, atol=5e-4)
     # the median is the Bayes remap: moving any estimate raises the exact risk
-    worse = release.OptimalProportionRelease(30, 0.5, loss="absolute", beta_prior=(2.0, 5.0), estimand="theta")
+    worse = release.OptimalProportionRelease(30, 0.5, loss="absolute", prior=(2.0, 5.0), estimand="theta")
     worse.estimates = cont.estimates + 0.01
     y = np.arange(31)
     joint = cont.output_law().T * stats.betabinom.pmf(y, 30, 2.0, 5.0)[None, :]
@@ -158,16 +158,16 @@ def test_grid_prior_weights_are_used():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"count": 11, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
-        ({"count": -1, "n": 10, "eps": 1.0}, r"count must be an integer in \[0, 10\]"),
-        ({"count": 1, "n": 10, "eps": 0.0}, r"eps must lie in \[1e-09, 20\]"),
-        ({"count": 1, "n": 0, "eps": 1.0}, r"n must be an integer in \[1, 10000000\]"),
-        ({"count": 1, "n": 10, "eps": 1.0, "loss": "huber"}, r"loss must be one of 'squared', 'absolute'"),
-        ({"count": 1, "n": 10, "eps": 1.0, "beta_prior": (0.0, 1.0)}, r"beta_prior\[0\] must be > 0"),
-        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [0.5, 0.6], "estimand": "theta"}, r"prior_weights must be >= 0 and sum to 1"),
-        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [1.5, -0.5], "estimand": "theta"}, r"prior_weights must be >= 0"),
-        ({"count": 1, "n": 10, "eps": 1.0, "theta_grid": [0.2, 1.8], "estimand": "theta"}, r"theta_grid must lie in \[0.0, 1.0\]"),
-        ({"count": 1, "n": 10, "eps": 1.0, "prior_weights": [1.0]}, r"prior_weights needs theta_grid"),
+        ({"count": 11, "n": 10, "epsilon": 1.0}, r"count must be an integer in \[0, 10\]"),
+        ({"count": -1, "n": 10, "epsilon": 1.0}, r"count must be an integer in \[0, 10\]"),
+        ({"count": 1, "n": 10, "epsilon": 0.0}, r"epsilon must lie in \[1e-09, 20\]"),
+        ({"count": 1, "n": 0, "epsilon": 1.0}, r"n must be an integer in \[1, 10000000\]"),
+        ({"count": 1, "n": 10, "epsilon": 1.0, "loss": "huber"}, r"loss must be one of 'squared', 'absolute'"),
+        ({"count": 1, "n": 10, "epsilon": 1.0, "prior": (0.0, 1.0)}, r"prior\[0\] must be > 0"),
+        ({"count": 1, "n": 10, "epsilon": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [0.5, 0.6], "estimand": "theta"}, r"prior_weights must be >= 0 and sum to 1"),
+        ({"count": 1, "n": 10, "epsilon": 1.0, "theta_grid": [0.2, 0.8], "prior_weights": [1.5, -0.5], "estimand": "theta"}, r"prior_weights must be >= 0"),
+        ({"count": 1, "n": 10, "epsilon": 1.0, "theta_grid": [0.2, 1.8], "estimand": "theta"}, r"theta_grid must lie in \[0.0, 1.0\]"),
+        ({"count": 1, "n": 10, "epsilon": 1.0, "prior_weights": [1.0]}, r"prior_weights needs theta_grid"),
     ],
 )
 def test_release_proportion_rejects_bad_input_before_any_draw(monkeypatch, kwargs, message):
@@ -206,7 +206,7 @@ def test_laplace_release_reports_the_chapter4_bayes_estimate():
     for estimator, f in (("mean", counting.bayes_estimate), ("median", counting.posterior_median)):
         mech = release.LaplaceCountRelease(100, 0.1, p=0.3, estimator=estimator)
         r = mech.release(30)
-        assert r.estimate == f(r.noisy_count, 100, 0.3, 0.1) and r.eps_spent <= 0.1
+        assert r.estimate == f(r.noisy_count, 100, 0.3, 0.1) and r.epsilon_spent <= 0.1
         assert r.mean_abs_error == counting_metrics.mean_abs_error(estimator, 100, 0.3, 0.1)
     # chapter 4: 3.397 (mean) and 3.388 (median) at n = 100, p = 0.3, eps = 0.1
     assert release.LaplaceCountRelease(100, 0.1, p=0.3).mean_abs_error == pytest.approx(3.397, abs=5e-4)
@@ -230,10 +230,10 @@ def test_laplace_release_reports_its_worst_risk_over_the_counts():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"count": 5, "n": 4, "eps": 1.0, "p": 0.5}, r"count must be an integer in \[0, 4\]"),
-        ({"count": 1, "n": 4, "eps": -1.0, "p": 0.5}, r"eps must lie in \[1e-09, 20\]"),
-        ({"count": 1, "n": 4, "eps": 1.0, "p": 1.5}, r"p must lie in \(0, 1\)"),
-        ({"count": 1, "n": 4, "eps": 1.0, "p": 0.5, "estimator": "mode"}, r"estimator must be one of 'mean', 'median'"),
+        ({"count": 5, "n": 4, "epsilon": 1.0, "p": 0.5}, r"count must be an integer in \[0, 4\]"),
+        ({"count": 1, "n": 4, "epsilon": -1.0, "p": 0.5}, r"epsilon must lie in \[1e-09, 20\]"),
+        ({"count": 1, "n": 4, "epsilon": 1.0, "p": 1.5}, r"p must lie in \(0, 1\)"),
+        ({"count": 1, "n": 4, "epsilon": 1.0, "p": 0.5, "estimator": "mode"}, r"estimator must be one of 'mean', 'median'"),
     ],
 )
 def test_release_count_laplace_rejects_bad_input_before_any_draw(monkeypatch, kwargs, message):
@@ -256,7 +256,7 @@ def test_opendp_version_is_the_pinned_one():
 
 def _dense_twin(mech: release.OptimalProportionRelease, ab: tuple[float, float]) -> release.OptimalProportionRelease:
     ref = release.OptimalProportionRelease.__new__(release.OptimalProportionRelease)
-    ref.n, ref.eps, ref.loss = mech.n, mech.eps, mech.loss
+    ref.n, ref.epsilon, ref.loss = mech.n, mech.epsilon, mech.loss
     ref._init_beta_dense(*ab)
     return ref
 
@@ -267,7 +267,7 @@ def _dense_twin(mech: release.OptimalProportionRelease, ab: tuple[float, float])
     [(1, 1.0, (1.0, 1.0)), (30, 0.5, (2.0, 5.0)), (200, 1.0, (1.0, 1.0)), (500, 0.05, (0.5, 0.5)), (1000, 3.0, (50.0, 20.0)), (300, 0.001, (2.0, 2.0))],
 )
 def test_linear_construction_matches_the_dense_reference(n, eps, ab, loss):
-    mech = release.OptimalProportionRelease(n, eps, loss=loss, beta_prior=ab, estimand="theta")
+    mech = release.OptimalProportionRelease(n, eps, loss=loss, prior=ab, estimand="theta")
     ref = _dense_twin(mech, ab)
     assert mech.bayes_risk == pytest.approx(ref.bayes_risk, rel=1e-12)
     np.testing.assert_allclose(mech.estimates, ref.estimates, rtol=0, atol=5e-14)
@@ -296,7 +296,7 @@ def test_concentrated_prior_whose_weights_underflow_still_has_every_estimate():
     from scipy import special
 
     n, eps, a = 10**5, 1.0, 2000.0
-    mech = release.OptimalProportionRelease(n, eps, beta_prior=(a, a), estimand="theta")
+    mech = release.OptimalProportionRelease(n, eps, prior=(a, a), estimand="theta")
     assert np.all(np.isfinite(mech.estimates)) and np.all(np.diff(mech.estimates) >= -1e-11)
     assert np.isfinite(mech.bayes_risk) and mech.bayes_risk > 0
     # E[theta | z] by a direct log-space sum over y, for z where the weights underflow and where they do not
@@ -315,7 +315,7 @@ def test_unbounded_sampler_then_clamp_has_the_truncated_geometric_law(monkeypatc
     mech = release.OptimalProportionRelease(N_SMALL, EPS)
     drawn = {c: np.array([mech.release(c).noisy_count for _ in range(20_000)]) for c in (0, 2)}
     assert chi_square_pvalue(drawn, mech.output_law()) > ALPHA
-    assert mech.eps_spent <= EPS
+    assert mech.epsilon_spent <= EPS
 
 
 # ------------------------------------------------------------------ bad input (issue 29, item 8)
@@ -324,20 +324,20 @@ def test_unbounded_sampler_then_clamp_has_the_truncated_geometric_law(monkeypatc
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"count": 150, "n": 100, "eps": 1.0}, ValueError, r"count must be an integer in \[0, 100\] \(the value given is confidential"),
-        ({"count": "abc", "n": 100, "eps": 1.0}, TypeError, r"count must be an integer in \[0, 100\]"),
-        ({"count": True, "n": 100, "eps": 1.0}, TypeError, r"count must be an integer"),
-        ({"count": 3, "n": 100, "eps": True}, TypeError, r"eps must be a real number"),
-        ({"count": 3, "n": 100, "eps": [1.0]}, TypeError, r"eps must be a real number"),
-        ({"count": 3, "n": 100, "eps": 1e-300}, ValueError, r"eps must lie in \[1e-09, 20\]"),
-        ({"count": 3, "n": 100, "eps": 1e6}, ValueError, r"publishes the count itself"),
-        ({"count": 3, "n": 100, "eps": float("nan")}, ValueError, r"eps must lie in"),
-        ({"count": 3, "n": 100, "eps": 1.0, "beta_prior": 1}, TypeError, r"beta_prior must be a pair"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": "abc", "estimand": "theta"}, TypeError, r"prior_weights must be an array"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [-0.5, 1.5], "estimand": "theta"}, ValueError, r"prior_weights must be >= 0"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.5], "estimand": "theta"}, ValueError, r"at least 2 points"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.0, 1.0], "estimand": "theta"}, ValueError, r"all their mass on one point"),
-        ({"count": 3, "n": 100, "eps": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.5, 0.5], "beta_prior": (2, 2), "estimand": "theta"}, ValueError, r"not both"),
+        ({"count": 150, "n": 100, "epsilon": 1.0}, ValueError, r"count must be an integer in \[0, 100\] \(the value given is confidential"),
+        ({"count": "abc", "n": 100, "epsilon": 1.0}, TypeError, r"count must be an integer in \[0, 100\]"),
+        ({"count": True, "n": 100, "epsilon": 1.0}, TypeError, r"count must be an integer"),
+        ({"count": 3, "n": 100, "epsilon": True}, TypeError, r"epsilon must be a real number"),
+        ({"count": 3, "n": 100, "epsilon": [1.0]}, TypeError, r"epsilon must be a real number"),
+        ({"count": 3, "n": 100, "epsilon": 1e-300}, ValueError, r"epsilon must lie in \[1e-09, 20\]"),
+        ({"count": 3, "n": 100, "epsilon": 1e6}, ValueError, r"publishes the count itself"),
+        ({"count": 3, "n": 100, "epsilon": float("nan")}, ValueError, r"epsilon must lie in"),
+        ({"count": 3, "n": 100, "epsilon": 1.0, "prior": 1}, TypeError, r"prior must be a pair"),
+        ({"count": 3, "n": 100, "epsilon": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": "abc", "estimand": "theta"}, TypeError, r"prior_weights must be an array"),
+        ({"count": 3, "n": 100, "epsilon": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [-0.5, 1.5], "estimand": "theta"}, ValueError, r"prior_weights must be >= 0"),
+        ({"count": 3, "n": 100, "epsilon": 1.0, "theta_grid": [0.5], "estimand": "theta"}, ValueError, r"at least 2 points"),
+        ({"count": 3, "n": 100, "epsilon": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.0, 1.0], "estimand": "theta"}, ValueError, r"all their mass on one point"),
+        ({"count": 3, "n": 100, "epsilon": 1.0, "theta_grid": [0.1, 0.5], "prior_weights": [0.5, 0.5], "prior": (2, 2), "estimand": "theta"}, ValueError, r"not both"),
     ],
 )
 def test_bad_release_input_is_named_and_refused_before_any_draw(monkeypatch, kwargs, error, message):
@@ -351,10 +351,10 @@ def test_bad_release_input_is_named_and_refused_before_any_draw(monkeypatch, kwa
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"count": 300, "n": 100, "eps": 1.0, "p": 0.3}, ValueError, r"count must be an integer in \[0, 100\] \(the value"),
-        ({"count": 3, "n": 100, "eps": 1.0, "p": True}, TypeError, r"p must be a real number in \(0, 1\)"),
-        ({"count": 3, "n": 100, "eps": 1.0, "p": 0.0}, ValueError, r"prior certain of the count"),
-        ({"count": 3, "n": 100, "eps": 1.0, "p": 1.0}, ValueError, r"prior certain of the count"),
+        ({"count": 300, "n": 100, "epsilon": 1.0, "p": 0.3}, ValueError, r"count must be an integer in \[0, 100\] \(the value"),
+        ({"count": 3, "n": 100, "epsilon": 1.0, "p": True}, TypeError, r"p must be a real number in \(0, 1\)"),
+        ({"count": 3, "n": 100, "epsilon": 1.0, "p": 0.0}, ValueError, r"prior certain of the count"),
+        ({"count": 3, "n": 100, "epsilon": 1.0, "p": 1.0}, ValueError, r"prior certain of the count"),
     ],
 )
 def test_bad_laplace_release_input_is_named_and_refused(monkeypatch, kwargs, error, message):
@@ -368,7 +368,7 @@ def test_bad_laplace_release_input_is_named_and_refused(monkeypatch, kwargs, err
 def test_extreme_allowed_eps_values_build_opendp_measurements():
     for eps in (release.MIN_EPS, release.MAX_EPS):
         mech = release.OptimalProportionRelease(10, eps)
-        assert mech.eps_spent <= eps and 0 <= mech.release(5).noisy_count <= 10
+        assert mech.epsilon_spent <= eps and 0 <= mech.release(5).noisy_count <= 10
     big = release.OptimalProportionRelease(10**5, release.MIN_EPS)  # unbounded sampler, scale 1e9, clamped
     assert 0 <= big.release(5).noisy_count <= 10**5
 
@@ -398,7 +398,7 @@ def test_every_proportion_release_names_its_estimand_and_splits_its_risk():
 
 def test_a_prior_that_ignores_the_data_is_refused():
     with pytest.raises(ValueError, match="ignore the data"):
-        release.OptimalProportionRelease(10, 1.0, beta_prior=(600.0, 600.0), estimand="theta")
+        release.OptimalProportionRelease(10, 1.0, prior=(600.0, 600.0), estimand="theta")
     with pytest.raises(ValueError, match="estimand"):
         release.OptimalProportionRelease(10, 1.0, estimand="count")
     with pytest.raises(ValueError, match="squared loss"):
@@ -654,7 +654,7 @@ def test_the_same_mistake_gets_the_same_error_in_every_entry_point():
         "compare_estimators": lambda e, pr: estimator_choice.compare_estimators(30, e, prior=pr, candidates=["geometric", "geometric-bayes"]),
         "recommend": lambda e, pr: recommend(30, e, prior=pr, criterion="average"),
         "release_count_geometric": lambda e, pr: release.release_count_geometric(10, 30, e, estimator="mean", prior=pr),
-        "release_proportion": lambda e, pr: release.release_proportion(10, 30, e, beta_prior=pr),
+        "release_proportion": lambda e, pr: release.release_proportion(10, 30, e, prior=pr),
         "release_table": lambda e, pr: table.release_table({"x": np.arange(30) < 10}, ["x"], e, prior=pr, criterion="average"),
     }
     for name, call in calls.items():

@@ -29,18 +29,19 @@ def _records(counts: list[int], n: int) -> dict[str, np.ndarray]:
 # ------------------------------------------------------------------ the exact privacy loss of the composed release
 
 
-def _table_loss(k: int, bound: int, eps_attr: float, relation: str, clamp_to_own_size: bool = False) -> float:
+def _table_loss(k: int, bound: int, eps_attr: float | list[float], relation: str, clamp_to_own_size: bool = False) -> float:
     """Largest log ratio of the release's law between neighbouring tables of at most ``bound`` records with ``k``
     binary attributes (one record per person), over every output. The law is the product over the attributes of
     the clamped geometric law (independent noise); with ``clamp_to_own_size`` each count is clamped to the table's
-    own size instead of the public bound (the flawed release)."""
-    ref = rt.attribute_log_law(bound, eps_attr)
+    own size instead of the public bound (the flawed release). ``eps_attr``: one value for every attribute, or one each."""
+    eps_of = [float(eps_attr)] * k if np.isscalar(eps_attr) else [float(e) for e in eps_attr]
+    refs = [rt.attribute_log_law(bound, e) for e in eps_of]
 
-    def coord(size: int, c: int) -> np.ndarray:
+    def coord(j: int, size: int, c: int) -> np.ndarray:
         if not clamp_to_own_size:
-            return ref[c]
+            return refs[j][c]
         own = np.full(bound + 1, -np.inf)
-        own[: size + 1] = clamped_geometric_logmatrix(np.array([c]), 0, size, eps_attr)[0]
+        own[: size + 1] = clamped_geometric_logmatrix(np.array([c]), 0, size, eps_of[j])[0]
         return own
 
     worst = 0.0
@@ -60,8 +61,8 @@ def _table_loss(k: int, bound: int, eps_attr: float, relation: str, clamp_to_own
                     continue
                 # independent coordinates: the largest log ratio over outputs is the sum of the per-coordinate ones
                 total = 0.0
-                for c, c2 in zip(counts, counts2):
-                    a, b = coord(size, c), coord(size2, c2)
+                for j, (c, c2) in enumerate(zip(counts, counts2)):
+                    a, b = coord(j, size, c), coord(j, size2, c2)
                     with np.errstate(invalid="ignore"):
                         diff = np.abs(np.where(np.isneginf(a) & np.isneginf(b), 0.0, a - b))
                     total += float(np.max(diff))
@@ -79,13 +80,32 @@ def test_the_composed_release_loses_exactly_its_budget_under_both_relations(k, b
     assert _table_loss(k, bound, epsilon / k, "add-remove", clamp_to_own_size=True) == np.inf
 
 
+@pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # n = 2
+def test_uneven_attribute_weights_compose_to_the_budget_under_both_relations():
+    """Weights 3 : 1 : 1 on three attributes: each attribute's noise is its share, OpenDP's map of the composed
+    query is the budget, and the exact loss over every pair of neighbouring tables of at most 2 records is the budget."""
+    table = rt.PrivateTable(_records([1, 2, 0], 2), ["a0", "a1", "a2"], epsilon=1.0, attribute_weights=[3, 1, 1])
+    meas, shares = table._measurement(1.0)
+    assert shares == pytest.approx([0.6, 0.2, 0.2])
+    assert float(meas.map(1)) == pytest.approx(1.0) and float(meas.map(1)) <= 1.0
+    out = table.release()
+    assert [a.epsilon for a in out.attributes] == pytest.approx([0.6, 0.2, 0.2])
+    assert out.epsilon_spent <= 1.0
+    for relation in ("replace-one", "add-remove"):
+        assert _table_loss(3, 2, list(shares), relation) == pytest.approx(1.0, rel=1e-9), relation
+
+
 @pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # n = 10 at 0.2 per attribute
 def test_a_person_with_several_records_is_covered_by_the_contribution_bound():
+    """Three records per person: each count moves by up to 3, so each attribute's share (0.6) buys noise of
+    scale 3 / 0.6, the scale of a one-record count at 0.2."""
     table = rt.PrivateTable(_records([3, 5], 10), ["a0", "a1"], epsilon=1.2, contributions=3)
-    assert table._unit == 6
+    assert table._unit == 3
     out = table.release()
-    assert [a.epsilon for a in out.attributes] == pytest.approx([0.2, 0.2])
-    assert out.eps_spent <= 1.2
+    assert [a.epsilon for a in out.attributes] == pytest.approx([0.6, 0.6])
+    assert out.epsilon_spent <= 1.2
+    direct = GeometricCountRelease(10, 0.2, estimator=out.attributes[0].estimator)
+    assert out.attributes[0].worst_risk == pytest.approx(direct.risks()[1] / 100)
 
 
 # ------------------------------------------------------------------ what is drawn, what is decided
@@ -195,6 +215,8 @@ def test_a_bad_column_is_refused_without_echoing_its_values(values, error, match
     (dict(epsilon=1.0, columns=["nope"]), KeyError, "not in data"),
     (dict(epsilon=1.0, contributions=0), ValueError, "contributions"),
     (dict(epsilon=1.0, releases=2, weights=[1.0]), ValueError, "weights must be a sequence of 2"),
+    (dict(epsilon=1.0, attribute_weights=[1.0, 2.0]), ValueError, "attribute_weights must be a sequence of 1"),
+    (dict(epsilon=1.0, attribute_weights=[0.0]), ValueError, r"attribute_weights\[0\] must be a positive"),
     (dict(epsilon=1.0, n=7), ValueError, "n must equal len"),
     (dict(epsilon=1.0, neighbours="unbounded"), ValueError, "neighbours must be one of"),
 ])

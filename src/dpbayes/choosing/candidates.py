@@ -694,9 +694,9 @@ def _check_eps(eps: Any) -> float:
     return check_privacy_parameter(eps, "eps")
 
 
-def _problem(n: Any, eps: Any, prior: Any, estimand: Any) -> _Problem:
+def _problem(n: Any, eps: Any, prior: Any, estimand: Any, eps_name: str = "eps") -> _Problem:
     n = check_int("n", n, minimum=1, maximum=MAX_N)
-    eps = _check_eps(eps)
+    eps = check_privacy_parameter(eps, eps_name)
     estimand = check_choice("estimand", estimand, ESTIMANDS)
     pr = _as_prior(prior)
     return _Problem(n, eps, pr, estimand)
@@ -960,7 +960,7 @@ class Comparison:
 
 def compare_estimators(
     n: int,
-    eps: float,
+    epsilon: float,
     *,
     prior: Any = (1.0, 1.0),
     estimand: str = "proportion",
@@ -977,7 +977,7 @@ def compare_estimators(
     n : int
         Number of records (public), ``1 <= n <= 10**7``; candidates whose ``max_n`` is smaller are
         listed in ``skipped``.
-    eps : float
+    epsilon : float
         Privacy parameter in ``[1e-9, 20]`` (neighbours: one record replaced).
     prior : CountPrior or (a, b)
         The analyst's prior, used by the candidates that post-process with it (default uniform).
@@ -1009,9 +1009,9 @@ def compare_estimators(
 
     Notes
     -----
-    No confidential value enters: the comparison depends on public ``n``, ``eps`` and the priors only.
+    No confidential value enters: the comparison depends on public ``n``, ``epsilon`` and the priors only.
     """
-    pb = _problem(n, eps, prior, estimand)
+    pb = _problem(n, epsilon, prior, estimand, eps_name="epsilon")
     loss = check_choice("loss", loss, LOSSES)
     share_tolerance = float(check_in_range("share_tolerance", share_tolerance, 0.0, 1.0))
     if loss == "absolute" and pb.estimand != "proportion":

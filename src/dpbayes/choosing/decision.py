@@ -43,10 +43,10 @@ TIE_TOLERANCE = 0.01
 #: The releasable candidates, simplest first (ties go to the earlier), and the call of
 #: :mod:`dpbayes.release.statistic` that makes each (``{prior}`` is filled with the user's ``(a, b)``).
 RELEASES: dict[str, str] = {
-    "geometric": 'release_count_geometric(count, n, eps)',
-    "geometric-minimax": 'release_count_geometric(count, n, eps, estimator="minimax")',
-    "geometric-bayes": 'release_count_geometric(count, n, eps, estimator="mean", prior={prior})',
-    "geometric-median": 'release_count_geometric(count, n, eps, estimator="median", prior={prior})',
+    "geometric": 'release_count_geometric(count, n, epsilon)',
+    "geometric-minimax": 'release_count_geometric(count, n, epsilon, estimator="minimax")',
+    "geometric-bayes": 'release_count_geometric(count, n, epsilon, estimator="mean", prior={prior})',
+    "geometric-median": 'release_count_geometric(count, n, epsilon, estimator="median", prior={prior})',
 }
 
 
@@ -102,7 +102,7 @@ class Recommendation:
 
 def recommend(
     n: int,
-    eps: float,
+    epsilon: float,
     *,
     prior: Any = None,
     criterion: str | None = None,
@@ -111,13 +111,13 @@ def recommend(
     loss: str = "squared",
     tie: float = TIE_TOLERANCE,
 ) -> Recommendation:
-    """The release of a count of ``n`` records under eps-DP that is best by the named criterion.
+    """The release of a count of ``n`` records under epsilon-DP that is best by the named criterion.
 
     Parameters
     ----------
     n : int
         Number of records (public), ``1 <= n <= 10**7``.
-    eps : float
+    epsilon : float
         Privacy parameter in ``[1e-9, 20]`` (neighbours: one record replaced).
     prior : (a, b) or CountPrior, optional
         The prior the user would defend (Beta on the proportion, or a known ``p``); ``None``: no prior,
@@ -153,7 +153,7 @@ def recommend(
         raise ValueError(f"criterion={criterion!r} averages over a prior: give prior=(a, b), or use criterion='worst'")
     analyst = _as_prior((1.0, 1.0) if prior is None else prior)
     names = [nm for nm in RELEASES if prior is not None or not CANDIDATES[nm].uses_prior]
-    cmp = compare_estimators(n, eps, prior=analyst, estimand=estimand, candidates=names, loss=loss)
+    cmp = compare_estimators(n, epsilon, prior=analyst, estimand=estimand, candidates=names, loss=loss)
     idx = {nm: i for i, nm in enumerate(cmp.names)}
     if criterion == "average":
         pool, key = list(cmp.names), (lambda nm: cmp.bayes_risk[idx[nm]])
@@ -236,14 +236,14 @@ def prior_gain_of(cmp: Comparison, *, optimum: str = "geometric-bayes", tie: flo
                      best_prior_free=best)
 
 
-def prior_gain(n: int, eps: float, prior: Any) -> tuple[float, float]:
+def prior_gain(n: int, epsilon: float, prior: Any) -> tuple[float, float]:
     """What the prior's remap gains on average, and what it may cost in the worst case.
 
     Parameters
     ----------
     n : int
         Number of records.
-    eps : float
+    epsilon : float
         Privacy parameter.
     prior : (a, b) or CountPrior
         The prior of the remap (and the average).
@@ -259,7 +259,7 @@ def prior_gain(n: int, eps: float, prior: Any) -> tuple[float, float]:
     that uses no prior (:data:`PRIOR_FREE_ORDER`: Laplace raw, clamped, rounded; geometric; geometric +
     minimax remap).
     """
-    cmp = compare_estimators(n, eps, prior=prior, estimand="proportion", candidates=[*PRIOR_FREE_ORDER, "geometric-bayes"])
+    cmp = compare_estimators(n, epsilon, prior=prior, estimand="proportion", candidates=[*PRIOR_FREE_ORDER, "geometric-bayes"])
     gain = prior_gain_of(cmp)
     return gain.average, gain.worst
 

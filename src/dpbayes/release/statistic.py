@@ -8,7 +8,7 @@ with OpenDP instead (pinned ``opendp==0.16.0``), whose integer (discrete Laplace
 sampler is exact and whose continuous Laplace sampler is floating-point safe, and then applies
 the post-processing that the book shows to be accurate:
 
-* :class:`OptimalProportionRelease` / :func:`release_proportion` -- the optimal eps-DP Bayes
+* :class:`OptimalProportionRelease` / :func:`release_proportion` -- the optimal epsilon-DP Bayes
   estimate of a proportion from a count in ``{0..n}`` (chapter 1): OpenDP geometric noise on the
   count, clamped to ``{0..n}`` (the truncated geometric mechanism of Ghosh, Roughgarden &
   Sundararajan 2009), then the Bayes remap of the chapter 1 exact solver
@@ -29,7 +29,7 @@ Every release names its **estimand**: ``"proportion"`` (the data set's own ``cou
 even without noise the posterior mean has the sampling risk ``E Var(theta | count)``) or ``"count"``; and reports its exact risks for
 that estimand: the Bayes risk under the prior, the part of it privacy adds, and the worst risk over
 data sets (:mod:`dpbayes.choosing.candidates`, which also compares the candidates for a user's ``n``
-and ``eps``).
+and ``epsilon``).
 
 Unit of privacy (both mechanisms): one record of a data set of ``n`` records, each contributing 0
 or 1 to the count. Two data sets are neighbours when they differ in one record, so their counts
@@ -38,8 +38,16 @@ also take the other relation, one record added or removed (:mod:`dpbayes.core.ne
 ``n`` a public *bound* on the number of records: clamping a noisy count to the data's own size is
 not private under it, and the proportion release refuses it (``count / n`` needs the data's own size).
 Every release
-spends ``eps`` of privacy budget: ``k`` releases about the same records are ``k eps``-DP together
-(basic composition), and the same count released twice is *two* releases.
+spends ``epsilon`` of privacy budget: ``k`` releases about the same records are ``k epsilon``-DP together
+(basic composition), and the same count released twice is *two* releases. To release several counts of
+one table under one budget, with OpenDP's compositor keeping the account, use :mod:`dpbayes.release.table`.
+
+Names. The release API spells the privacy parameter ``epsilon`` and the prior ``prior``, as OpenDP,
+diffprivlib and Tumult Analytics do; the science modules keep the sources' ``eps`` (their docstrings cite
+equations written with it). The noise this book calls *geometric* (two-sided geometric, ``P(G = k)``
+proportional to ``exp(-epsilon |k|)``) is OpenDP's ``dp.m.make_geometric``, which OpenDP's documentation
+also calls the discrete Laplace mechanism (``make_laplace`` on an integer domain builds the same
+measurement).
 
 OpenDP's measurements used here are behind its ``"contrib"`` feature flag, which
 :func:`opendp_measurement` switches on (see the comment there). Beyond the book's sources.
@@ -116,11 +124,11 @@ OUTPUT_LAW_MAX_N = 5000
 #: (clamping is post-processing), but the draw's running time varies with the noise.
 CONSTANT_TIME_MAX_N = 10_000
 LAPLACE_ESTIMATORS = ("mean", "median")
-#: Smallest eps of a release: far below it OpenDP's conservative arithmetic cannot build the sampler
-#: (eps = 1e-300 fails inside OpenDP), and at 1e-9 the noise (scale 10**9) already hides any count.
+#: Smallest epsilon of a release: far below it OpenDP's conservative arithmetic cannot build the sampler
+#: (epsilon = 1e-300 fails inside OpenDP), and at 1e-9 the noise (scale 10**9) already hides any count.
 MIN_EPS = EPS_RANGE[0]
-#: Largest eps of a release: the geometric noise moves the count with probability
-#: ``2 e^-eps / (1 + e^-eps)``, 4e-9 at eps = 20; above, a release publishes the exact count.
+#: Largest epsilon of a release: the geometric noise moves the count with probability
+#: ``2 e^-epsilon / (1 + e^-epsilon)``, 4e-9 at epsilon = 20; above, a release publishes the exact count.
 MAX_EPS = EPS_RANGE[1]
 #: Largest share of the prior in the ``theta`` estimate, ``(a + b) / (a + b + n)``: above it a release
 #: would report the prior and ignore the data, and is refused.
@@ -129,10 +137,10 @@ PRIOR_SHARE_MAX = 0.99
 PROPORTION_ESTIMANDS = ("proportion", "theta")
 
 
-def _check_eps(eps: Any) -> float:
+def _check_eps(epsilon: Any) -> float:
     """A real scalar in ``[MIN_EPS, MAX_EPS]`` (:func:`dpbayes.core.validation.check_privacy_parameter`), with the reason for the range."""
     try:
-        return check_privacy_parameter(eps, "eps", low=MIN_EPS, high=MAX_EPS)
+        return check_privacy_parameter(epsilon, "epsilon", low=MIN_EPS, high=MAX_EPS)
     except ValueError as exc:
         raise ValueError(
             f"{exc} (above {MAX_EPS:g} a release publishes the count itself: the noise moves it with probability < 4e-9; "
@@ -169,7 +177,7 @@ def _check_open_probability(name: str, value: Any) -> float:
 
 
 class UninformativeIntervalWarning(UserWarning):
-    """A released interval covers every possible value: at this ``n`` and eps the noise hides the count."""
+    """A released interval covers every possible value: at this ``n`` and epsilon the noise hides the count."""
 
 
 def _check_level(level: Any) -> float:
@@ -179,11 +187,11 @@ def _check_level(level: Any) -> float:
     return float(level)
 
 
-def _warn_uninformative(level: float, n: int, eps: float, half_width: int, what: str) -> None:
+def _warn_uninformative(level: float, n: int, epsilon: float, half_width: int, what: str) -> None:
     # stacklevel 3: the caller of release(), not release() itself
     warnings.warn(
-        f"the {level:.0%} interval covers every {what}: with n = {n} records at eps = {eps:g} the noise (interval "
-        f"half-width {half_width} counts) hides the count; a larger eps or more records are needed for an informative release",
+        f"the {level:.0%} interval covers every {what}: with n = {n} records at epsilon = {epsilon:g} the noise (interval "
+        f"half-width {half_width} counts) hides the count; a larger epsilon or more records are needed for an informative release",
         UninformativeIntervalWarning, stacklevel=3,
     )
 
@@ -211,24 +219,24 @@ def _installed_version(name: str) -> str:
 
 
 class PrivacyMapError(RuntimeError):
-    """OpenDP's privacy map of a measurement exceeds the eps it was built for."""
+    """OpenDP's privacy map of a measurement exceeds the epsilon it was built for."""
 
 
-def _noise_scale(eps: float) -> float:
-    """Noise scale ``1 / eps`` for a sensitivity-1 count (the one place a test may mutate)."""
-    return 1.0 / eps
+def _noise_scale(epsilon: float) -> float:
+    """Noise scale ``1 / epsilon`` for a sensitivity-1 count (the one place a test may mutate)."""
+    return 1.0 / epsilon
 
 
-def opendp_measurement(kind: str, eps: float, n: int | None = None) -> Any:
-    """The OpenDP measurement of a count with noise of scale ``1/eps``, its privacy map checked.
+def opendp_measurement(kind: str, epsilon: float, n: int | None = None) -> Any:
+    """The OpenDP measurement of a count with noise of scale ``1/epsilon``, its privacy map checked.
 
     Parameters
     ----------
     kind : {"geometric", "laplace"}
         ``"geometric"``: ``dp.m.make_geometric`` on integers (two-sided geometric noise,
-        ``P(G = k) ∝ exp(-eps |k|)``), with ``bounds=(0, n)`` so that OpenDP samples in constant
+        ``P(G = k) ∝ exp(-epsilon |k|)``), with ``bounds=(0, n)`` so that OpenDP samples in constant
         time; ``"laplace"``: ``dp.m.make_laplace`` on non-NaN floats.
-    eps : float
+    epsilon : float
         Privacy parameter, ``> 0``.
     n : int, optional
         Number of records (required for ``"geometric"``), ``1 <= n <= MAX_N``. Up to
@@ -238,36 +246,36 @@ def opendp_measurement(kind: str, eps: float, n: int | None = None) -> Any:
     Returns
     -------
     opendp.mod.Measurement
-        A measurement whose privacy map, at input distance 1 (one record), is ``<= eps``.
+        A measurement whose privacy map, at input distance 1 (one record), is ``<= epsilon``.
 
     Notes
     -----
     Privacy: OpenDP's map is the guarantee; the scale is nudged up by a few ulps when rounding
-    in ``1 / (1 / eps)`` would make the map exceed ``eps``, and :class:`PrivacyMapError` is raised
-    if the map still exceeds ``eps`` (a mis-calibrated scale never reaches the data). ``dp.enable_features("contrib")`` is
+    in ``1 / (1 / epsilon)`` would make the map exceed ``epsilon``, and :class:`PrivacyMapError` is raised
+    if the map still exceeds ``epsilon`` (a mis-calibrated scale never reaches the data). ``dp.enable_features("contrib")`` is
     switched on (OpenDP's flag for measurements outside its vetted core).
     """
     kind = check_choice("kind", kind, ("geometric", "laplace"))
-    eps = check_positive("eps", eps)
+    epsilon = check_positive("epsilon", epsilon)
     if kind == "geometric":
         if n is None:
             raise ValueError(f"n must be given for the geometric measurement (an integer in [1, {MAX_N}])")
         n = check_int("n", n, minimum=1, maximum=MAX_N)
-    scale = _noise_scale(eps)
+    scale = _noise_scale(epsilon)
     for _ in range(8):
         meas = _build_measurement(kind, scale, n)
         spent = float(meas.map(1 if kind == "geometric" else 1.0))
-        if spent <= eps:
+        if spent <= epsilon:
             return meas
         scale = float(np.nextafter(scale, np.inf))
-    raise PrivacyMapError(f"OpenDP's privacy map gives {spent!r} > eps = {eps!r} at noise scale {scale!r}")
+    raise PrivacyMapError(f"OpenDP's privacy map gives {spent!r} > epsilon = {epsilon!r} at noise scale {scale!r}")
 
 
 def _build_measurement(kind: str, scale: float, n: int | None) -> Any:
-    """The bare OpenDP measurement (no check against eps; :func:`opendp_measurement` does that)."""
+    """The bare OpenDP measurement (no check against epsilon; :func:`opendp_measurement` does that)."""
     dp = _opendp()
     if kind == "geometric":
-        # 64-bit integers: count + noise cannot overflow for any n <= MAX_N and eps >= 1e-9
+        # 64-bit integers: count + noise cannot overflow for any n <= MAX_N and epsilon >= 1e-9
         space = (dp.atom_domain(T="i64"), dp.absolute_distance(T="i64"))
         if n is not None and n <= CONSTANT_TIME_MAX_N:
             return dp.m.make_geometric(*space, scale=scale, bounds=(0, n))
@@ -293,10 +301,10 @@ class ProportionRelease:
         The released noisy count in ``{0..n}`` (the estimate is a function of it).
     n : int
         Number of records.
-    eps : float
+    epsilon : float
         Privacy parameter of the release.
-    eps_spent : float
-        OpenDP's privacy map at one record (``<= eps``).
+    epsilon_spent : float
+        OpenDP's privacy map at one record (``<= epsilon``).
     loss : str
         ``"squared"`` or ``"absolute"``.
     bayes_risk : float
@@ -324,8 +332,8 @@ class ProportionRelease:
     estimate: float
     noisy_count: int
     n: int
-    eps: float
-    eps_spent: float
+    epsilon: float
+    epsilon_spent: float
     loss: str
     bayes_risk: float
     estimand: str = "proportion"
@@ -337,24 +345,24 @@ class ProportionRelease:
 
 
 class OptimalProportionRelease:
-    """The optimal eps-DP Bayes estimate of a proportion, released through OpenDP.
+    """The optimal epsilon-DP Bayes estimate of a proportion, released through OpenDP.
 
     Model (UBaPP paper, Section 5.3, chapter 1): ``n`` records, each 1 with probability
     ``theta``; the confidential statistic is their count ``c`` in ``{0..n}``; the prior on
     ``theta`` is ``Beta(a, b)`` or a distribution on a grid. The release is
 
-    1. ``z = clamp(c + G, 0, n)`` with ``G`` OpenDP's two-sided geometric noise of scale ``1/eps``
+    1. ``z = clamp(c + G, 0, n)`` with ``G`` OpenDP's two-sided geometric noise of scale ``1/epsilon``
        (the truncated geometric mechanism, :func:`dpbayes.core.geometric.truncated_geometric_logmatrix`);
     2. ``estimate = remap[z]``, the estimate of least posterior expected loss given ``z``
        (chapter 1's exact solver, :func:`dpbayes.ubapp.optimal.ubapp_exact`).
 
     Chapter 1 shows numerically (not by proof) that this equals the optimum of the UBaPP linear
-    program (11) for the binomial likelihood with squared or absolute loss: no eps-DP mechanism
+    program (11) for the binomial likelihood with squared or absolute loss: no epsilon-DP mechanism
     has a smaller Bayes risk.
 
     Everything except the noise is computed once here, without the ``(n + 1)^2`` law: ``O(n)`` time
     and memory for the Beta prior and squared loss (:func:`dpbayes.ubapp.optimal.beta_posterior_mean_remap`),
-    ``O(n + sqrt(n) / eps)`` time and memory for absolute loss
+    ``O(n + sqrt(n) / epsilon)`` time and memory for absolute loss
     (:func:`dpbayes.ubapp.median_remap.beta_posterior_median_remap`), ``O(n M)`` time and ``O(n + M)`` memory for a grid prior
     of ``M`` points (:func:`dpbayes.ubapp.optimal.ubapp_exact`). Each :meth:`release` costs one OpenDP draw.
 
@@ -362,14 +370,14 @@ class OptimalProportionRelease:
     ----------
     n : int
         Number of records (public), ``1 <= n <= MAX_N`` (``10**7``, a memory bound).
-    eps : float
+    epsilon : float
         Privacy parameter, a real number in ``[MIN_EPS, MAX_EPS] = [1e-9, 20]``.
     loss : {"squared", "absolute"}
         Loss of the Bayes remap and of ``bayes_risk``.
-    beta_prior : tuple of float, optional
+    prior : tuple of float, optional
         ``(a, b)`` of the Beta prior (both ``> 0``); ``None`` (default) is ``(1, 1)``, uniform. With
         ``theta_grid`` and no ``prior_weights``, this Beta is discretised on the grid; giving both
-        ``beta_prior`` and ``prior_weights`` is refused.
+        ``prior`` and ``prior_weights`` is refused.
     theta_grid : array_like, optional
         Strictly increasing values in ``[0, 1]``: the prior lives on (and the estimate is chosen
         from) this grid, as in the paper's LP. ``None``: continuous ``theta``.
@@ -380,7 +388,7 @@ class OptimalProportionRelease:
         (squared loss and a Beta prior only; other losses and grid priors need ``"theta"``). ``"theta"``
         (chapter 1's estimand): the population parameter of which the records are a sample, estimated by
         ``E[theta | z]`` or its median; it shrinks towards the prior mean far more, and about ``count / n``
-        it is worse than the plain clamped geometric count for most counts at ``n = 526``, ``eps = 1`` and a
+        it is worse than the plain clamped geometric count for most counts at ``n = 526``, ``epsilon = 1`` and a
         uniform prior (chapter 5).
     level : float
         Coverage of the prior-free interval (estimand ``"proportion"``), in ``(0, 1)``.
@@ -391,20 +399,20 @@ class OptimalProportionRelease:
 
     Notes
     -----
-    Privacy guarantee: eps-differential privacy for data sets of ``n`` records differing in one
+    Privacy guarantee: epsilon-differential privacy for data sets of ``n`` records differing in one
     record replaced (``n`` public; the count moves by at most 1). Step 1 is OpenDP's geometric measurement, whose
-    privacy map at distance 1 is checked to be ``<= eps`` (:func:`opendp_measurement`); clamping,
-    the remap and the interval are post-processing. The exact privacy loss of the output law is ``eps``
+    privacy map at distance 1 is checked to be ``<= epsilon`` (:func:`opendp_measurement`); clamping,
+    the remap and the interval are post-processing. The exact privacy loss of the output law is ``epsilon``
     (:meth:`output_law`; tested with :mod:`dpbayes.core.audit`). Uses ``dp.enable_features("contrib")``.
     """
 
     def __init__(
         self,
         n: int,
-        eps: float,
+        epsilon: float,
         *,
         loss: str = "squared",
-        beta_prior: tuple[float, float] | None = None,
+        prior: tuple[float, float] | None = None,
         theta_grid: ArrayLike | None = None,
         prior_weights: ArrayLike | None = None,
         estimand: str = "proportion",
@@ -412,7 +420,7 @@ class OptimalProportionRelease:
         neighbours: str = REPLACE_ONE,
     ) -> None:
         self.n = check_int("n", n, minimum=1, maximum=MAX_N)
-        self.eps = _check_eps(eps)
+        self.epsilon = _check_eps(epsilon)
         self.loss = check_choice("loss", loss, LOSSES)
         self.estimand = check_choice("estimand", estimand, PROPORTION_ESTIMANDS)
         if self.estimand == "proportion" and (self.loss != "squared" or theta_grid is not None):
@@ -428,16 +436,16 @@ class OptimalProportionRelease:
                 "which that relation keeps confidential; release the count with release_count_geometric(..., "
                 "neighbours='add-remove') and a public bound on n"
             )
-        if beta_prior is not None and prior_weights is not None:
-            raise ValueError("give beta_prior or prior_weights, not both (prior_weights replaces the Beta prior)")
-        pair = (1.0, 1.0) if beta_prior is None else beta_prior
+        if prior is not None and prior_weights is not None:
+            raise ValueError("give prior or prior_weights, not both (prior_weights replaces the Beta prior)")
+        pair = (1.0, 1.0) if prior is None else prior
         if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
-            raise TypeError(f"beta_prior must be a pair (a, b) of numbers > 0, got {beta_prior!r}")
-        a = float(check_positive("beta_prior[0]", pair[0]))
-        b = float(check_positive("beta_prior[1]", pair[1]))
+            raise TypeError(f"prior must be a pair (a, b) of numbers > 0, got {prior!r}")
+        a = float(check_positive("prior[0]", pair[0]))
+        b = float(check_positive("prior[1]", pair[1]))
         if self.estimand == "theta" and (a + b) / (a + b + self.n) > PRIOR_SHARE_MAX:
             raise ValueError(
-                f"beta_prior is worth a + b = {a + b:g} records against n = {self.n}: the estimate would be more than "
+                f"prior is worth a + b = {a + b:g} records against n = {self.n}: the estimate would be more than "
                 f"{PRIOR_SHARE_MAX:.1%} prior and ignore the data (use a weaker prior)"
             )
         self._beta = (a, b) if theta_grid is None else None
@@ -463,28 +471,28 @@ class OptimalProportionRelease:
                     raise TypeError(f"prior_weights must be an array of probabilities, got {prior_weights!r}") from exc
             if float(np.max(weights)) >= 1.0 - 1e-15:
                 raise ValueError("prior_weights put all their mass on one point (a prior certain of theta ignores the data)")
-            sol = ubapp_exact(self.n, self.eps, theta_grid=theta, prior=weights, loss=self.loss)
+            sol = ubapp_exact(self.n, self.epsilon, theta_grid=theta, prior=weights, loss=self.loss)
             self.estimates = theta[sol.info["remap"]]
             self.bayes_risk = float(sol.risk)
         # built last: a bad argument above fails before OpenDP is touched
-        self.half_width = estimator_choice.prior_free_interval(self.n, self.eps, self.level)[0]
-        self._measurement = opendp_measurement("geometric", self.eps, self.n)
-        self.eps_spent = float(self._measurement.map(1))
+        self.half_width = estimator_choice.prior_free_interval(self.n, self.epsilon, self.level)[0]
+        self._measurement = opendp_measurement("geometric", self.epsilon, self.n)
+        self.epsilon_spent = float(self._measurement.map(1))
 
     def _init_beta(self, a: float, b: float) -> None:
         if self.estimand == "proportion":
-            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.eps, (a, b), "proportion")
-            shift = estimator_choice._geometric_count_posterior_mean(betabinom_logpmf(np.arange(self.n + 1.0), self.n, a, b), self.eps)
+            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.epsilon, (a, b), "proportion")
+            shift = estimator_choice._geometric_count_posterior_mean(betabinom_logpmf(np.arange(self.n + 1.0), self.n, a, b), self.epsilon)
             self.estimates = (np.arange(self.n + 1) + shift) / self.n
             self.bayes_risk = estimator_choice.bayes_risk(bias, msd, (a, b), "proportion")
             self._risks = (self.bayes_risk, float(np.max(msd)))
             return
         if self.loss == "squared":
-            self.estimates, self.bayes_risk, _ = beta_posterior_mean_remap(self.n, self.eps, a, b)
+            self.estimates, self.bayes_risk, _ = beta_posterior_mean_remap(self.n, self.epsilon, a, b)
         else:
             # absolute loss, continuous theta: posterior median of the Beta mixture given z, and the
             # exact risk sum_z sum_y P(z, y) E[|theta - m_z| | y] (theta | y ~ Beta(a + y, b + n - y))
-            self.estimates, self.bayes_risk = median_remap.beta_posterior_median_remap(self.n, self.eps, a, b)
+            self.estimates, self.bayes_risk = median_remap.beta_posterior_median_remap(self.n, self.epsilon, a, b)
 
     def _init_beta_dense(self, a: float, b: float) -> None:
         """The ``O(n^2)`` reference of :meth:`_init_beta` (tests compare with it; ``n <= OUTPUT_LAW_MAX_N``)."""
@@ -493,12 +501,12 @@ class OptimalProportionRelease:
         if self.loss == "squared":
             from dpbayes.ubapp.optimal import ubapp_exact_dense
 
-            sol = ubapp_exact_dense(self.n, self.eps, beta_prior=(a, b))
+            sol = ubapp_exact_dense(self.n, self.epsilon, beta_prior=(a, b))
             self.estimates = np.asarray(sol.estimates, dtype=float)
             self.bayes_risk = float(sol.risk)
             return
         y = np.arange(self.n + 1, dtype=float)
-        joint = np.exp(truncated_geometric_logmatrix(self.n, self.eps)) * stats.betabinom.pmf(y, self.n, a, b)[None, :]
+        joint = np.exp(truncated_geometric_logmatrix(self.n, self.epsilon)) * stats.betabinom.pmf(y, self.n, a, b)[None, :]
         alpha, beta = a + y, b + self.n - y
         est = np.empty(self.n + 1)
         risk = 0.0
@@ -520,12 +528,12 @@ class OptimalProportionRelease:
             raise ValueError(
                 f"output_law() is a dense (n + 1) x (n + 1) matrix, available for n <= {OUTPUT_LAW_MAX_N}, got n = {self.n}"
             )
-        return np.exp(truncated_geometric_logmatrix(self.n, self.eps)).T
+        return np.exp(truncated_geometric_logmatrix(self.n, self.epsilon)).T
 
     def release(self, count: int) -> ProportionRelease:
         """Release the proportion for a confidential ``count`` in ``[0, n]`` (one OpenDP draw).
 
-        Each call spends ``eps`` (see the class notes on composition).
+        Each call spends ``epsilon`` (see the class notes on composition).
         """
         count = _check_count(count, self.n)
         # Up to CONSTANT_TIME_MAX_N OpenDP's bounded sampler already returns values in [0, n]; above,
@@ -538,9 +546,9 @@ class OptimalProportionRelease:
             k = self.half_width
             interval = (max(z - k, 0) / self.n, min(z + k, self.n) / self.n)
             if interval == (0.0, 1.0):
-                _warn_uninformative(self.level, self.n, self.eps, k, "proportion in [0, 1]")
+                _warn_uninformative(self.level, self.n, self.epsilon, k, "proportion in [0, 1]")
         return ProportionRelease(
-            estimate=float(self.estimates[z]), noisy_count=z, n=self.n, eps=self.eps, eps_spent=self.eps_spent,
+            estimate=float(self.estimates[z]), noisy_count=z, n=self.n, epsilon=self.epsilon, epsilon_spent=self.epsilon_spent,
             loss=self.loss, bayes_risk=self.bayes_risk, estimand=self.estimand, privacy_risk=privacy_risk,
             worst_risk=worst_risk, interval=interval, level=self.level, neighbours=self.neighbours,
         )
@@ -549,13 +557,13 @@ class OptimalProportionRelease:
         """``(privacy_risk, worst_risk)`` of squared loss with a Beta prior (see :class:`ProportionRelease`).
 
         Computed exactly on first use in ``O(n)`` (:mod:`dpbayes.choosing.candidates`; the theta worst case adds
-        201 binomial windows and a bounded Brent search) and kept; they depend on ``n``, ``eps`` and the
+        201 binomial windows and a bounded Brent search) and kept; they depend on ``n``, ``epsilon`` and the
         prior only, never on a count.
         """
         if self._beta is None or self.loss != "squared":
             raise ValueError("privacy and worst-case risks are computed for squared loss and a Beta prior (no theta_grid)")
         if self._risks is None:
-            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.eps, self._beta, self.estimand)
+            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.epsilon, self._beta, self.estimand)
             if self.estimand == "proportion":
                 self._risks = (self.bayes_risk, float(np.max(msd)))
             else:
@@ -567,44 +575,44 @@ class OptimalProportionRelease:
 def release_proportion(
     count: int,
     n: int,
-    eps: float,
+    epsilon: float,
     *,
     loss: str = "squared",
-    beta_prior: tuple[float, float] | None = None,
+    prior: tuple[float, float] | None = None,
     theta_grid: ArrayLike | None = None,
     prior_weights: ArrayLike | None = None,
     estimand: str = "proportion",
     level: float = 0.9,
     neighbours: str = REPLACE_ONE,
 ) -> ProportionRelease:
-    """Release ``count / n`` once with the optimal eps-DP Bayes mechanism (chapter 1).
+    """Release ``count / n`` once with the optimal epsilon-DP Bayes mechanism (chapter 1).
 
-    Shorthand for ``OptimalProportionRelease(n, eps, ...).release(count)``; see that class for
+    Shorthand for ``OptimalProportionRelease(n, epsilon, ...).release(count)``; see that class for
     the parameters, the model and the optimality claim (UBaPP paper, LP (11); chapter 1).
 
     Parameters
     ----------
     count : int
         The confidential count, ``0 <= count <= n``.
-    n, eps, loss, beta_prior, theta_grid, prior_weights, estimand, level, neighbours
+    n, epsilon, loss, prior, theta_grid, prior_weights, estimand, level, neighbours
         As in :class:`OptimalProportionRelease`: by default the data set's own ``count / n`` (estimand
         ``"proportion"``) with a flat prior, squared error and a prior-free 90 % interval.
 
     Returns
     -------
     ProportionRelease
-        The estimate, the released noisy count, ``eps``, the exact risks and the interval.
+        The estimate, the released noisy count, ``epsilon``, the exact risks and the interval.
 
     Notes
     -----
-    Privacy guarantee: eps-DP with respect to one record of the ``n`` replaced, ``n`` public (OpenDP
+    Privacy guarantee: epsilon-DP with respect to one record of the ``n`` replaced, ``n`` public (OpenDP
     geometric noise on the count, then post-processing). Uses ``dp.enable_features("contrib")``. Every
-    call spends ``eps`` again.
+    call spends ``epsilon`` again.
     """
     n = check_int("n", n, minimum=1, maximum=MAX_N)
     _check_count(count, n)
     return OptimalProportionRelease(
-        n, eps, loss=loss, beta_prior=beta_prior, theta_grid=theta_grid, prior_weights=prior_weights, estimand=estimand,
+        n, epsilon, loss=loss, prior=prior, theta_grid=theta_grid, prior_weights=prior_weights, estimand=estimand,
         level=level, neighbours=neighbours,
     ).release(count)
 
@@ -626,10 +634,10 @@ class CountRelease:
         The released Laplace-noised count (a float, not clamped).
     n : int
         Number of records.
-    eps : float
+    epsilon : float
         Privacy parameter of the release.
-    eps_spent : float
-        OpenDP's privacy map at one record (``<= eps``).
+    epsilon_spent : float
+        OpenDP's privacy map at one record (``<= epsilon``).
     estimator : str
         ``"mean"`` or ``"median"``.
     mean_abs_error : float
@@ -653,8 +661,8 @@ class CountRelease:
     estimate: float
     noisy_count: float
     n: int
-    eps: float
-    eps_spent: float
+    epsilon: float
+    epsilon_spent: float
     estimator: str
     mean_abs_error: float
     estimand: str = "count"
@@ -672,7 +680,7 @@ class LaplaceCountRelease:
     """A count released with OpenDP's Laplace measurement, then the Bayes estimate (chapter 4).
 
     Model (Naldi & D'Acquisto, eqs. (1), (8)): the count ``C`` of ``n`` records is
-    ``Binomial(n, p)`` a priori; the release is ``y = C + Laplace(1/eps)`` drawn by OpenDP and the
+    ``Binomial(n, p)`` a priori; the release is ``y = C + Laplace(1/epsilon)`` drawn by OpenDP and the
     estimate is the posterior mean (eq. (11), :func:`dpbayes.counting.model.bayes_estimate`) or median
     (:func:`dpbayes.counting.model.posterior_median`, the Bayes estimate for absolute error).
 
@@ -680,7 +688,7 @@ class LaplaceCountRelease:
     ----------
     n : int
         Number of records (public), ``1 <= n <= 10**7`` (:data:`dpbayes.counting.model.MAX_N`).
-    eps : float
+    epsilon : float
         Privacy parameter, ``> 0``.
     p : float
         Prior probability that a record counts, in ``(0, 1)``. It must be known from outside the data:
@@ -697,36 +705,36 @@ class LaplaceCountRelease:
 
     Notes
     -----
-    Privacy guarantee: eps-differential privacy for data sets differing in one record, replaced (``n``
+    Privacy guarantee: epsilon-differential privacy for data sets differing in one record, replaced (``n``
     public) or, with ``neighbours="add-remove"``, added or removed; the count moves by at most 1 under
     either relation: OpenDP's Laplace measurement on floats, privacy map at distance 1 checked
-    ``<= eps``; the estimate is post-processing of the noisy count and the public ``n`` and ``p``
+    ``<= epsilon``; the estimate is post-processing of the noisy count and the public ``n`` and ``p``
     (:meth:`output_log_density`, audited under both relations in ``tests/release/test_statistic.py``).
     Uses ``dp.enable_features("contrib")``. For a count
     geometric noise followed by the same posterior summary (:class:`GeometricCountRelease`) is at least
     as accurate on average over the prior (chapters 4 and 5 measure by how much).
     """
 
-    def __init__(self, n: int, eps: float, *, p: float, estimator: str = "mean", neighbours: str = REPLACE_ONE) -> None:
+    def __init__(self, n: int, epsilon: float, *, p: float, estimator: str = "mean", neighbours: str = REPLACE_ONE) -> None:
         self.n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
-        self.eps = _check_eps(eps)
+        self.epsilon = _check_eps(epsilon)
         self.p = _check_open_probability("p", p)
         self.estimator = check_choice("estimator", estimator, LAPLACE_ESTIMATORS)
         self.neighbours = check_neighbours(neighbours)
-        self._measurement = opendp_measurement("laplace", self.eps)
-        self.eps_spent = float(self._measurement.map(1.0))
+        self._measurement = opendp_measurement("laplace", self.epsilon)
+        self.epsilon_spent = float(self._measurement.map(1.0))
         self._mae: float | None = None
         self._worst: tuple[float | None] | None = None
 
     def output_log_density(self, counts: ArrayLike, noisy: ArrayLike) -> NDArray[np.float64]:
         """``log f(noisy | count)`` of the released noisy count, rows ``counts``, columns ``noisy``.
 
-        The Laplace density of scale ``1/eps`` centred at the count (what :meth:`release` draws; the
+        The Laplace density of scale ``1/epsilon`` centred at the count (what :meth:`release` draws; the
         estimate is a function of it). It depends on the count only, not on the number of records.
         """
         c = np.asarray(counts, dtype=float)[:, None]
         y = np.asarray(noisy, dtype=float)[None, :]
-        return np.log(self.eps / 2.0) - self.eps * np.abs(y - c)
+        return np.log(self.epsilon / 2.0) - self.epsilon * np.abs(y - c)
 
     @property
     def worst_risk(self) -> float | None:
@@ -739,7 +747,7 @@ class LaplaceCountRelease:
             else:
                 name = "laplace-bayes" if self.estimator == "mean" else "laplace-median"
                 per_count = estimator_choice.candidate_abs_risk(
-                    name, self.n, self.eps, estimator_choice.CountPrior.binomial(self.p)) * self.n
+                    name, self.n, self.epsilon, estimator_choice.CountPrior.binomial(self.p)) * self.n
                 self._worst = (float(np.max(per_count)),)
         return self._worst[0]
 
@@ -751,37 +759,37 @@ class LaplaceCountRelease:
     @property
     def mean_abs_error(self) -> float:
         """Exact ``E|C - estimate|`` (computed on first use, over the prior's effective support:
-        ``O(sqrt(n p (1 - p)) + log(n) / eps)``, :func:`dpbayes.counting.metrics.mean_abs_error`)."""
+        ``O(sqrt(n p (1 - p)) + log(n) / epsilon)``, :func:`dpbayes.counting.metrics.mean_abs_error`)."""
         if self._mae is None:
-            self._mae = counting_metrics.mean_abs_error(self.estimator, self.n, self.p, self.eps)
+            self._mae = counting_metrics.mean_abs_error(self.estimator, self.n, self.p, self.epsilon)
         return self._mae
 
     def release(self, count: int) -> CountRelease:
-        """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``eps``)."""
+        """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``epsilon``)."""
         count = _check_count(count, self.n)
         y = float(self._measurement(float(count)))
-        # the posterior's cumulative sums over the counts that carry it given y: O(sqrt(n) + 1/eps)
-        post = counting._Posterior.build(self.n, self.p, self.eps, around=y)
+        # the posterior's cumulative sums over the counts that carry it given y: O(sqrt(n) + 1/epsilon)
+        post = counting._Posterior.build(self.n, self.p, self.epsilon, around=y)
         estimate = post.mean(np.asarray(y)) if self.estimator == "mean" else post.median(np.asarray(y))
         return CountRelease(
-            estimate=float(estimate), noisy_count=y, n=self.n, eps=self.eps,
-            eps_spent=self.eps_spent, estimator=self.estimator, mean_abs_error=self.mean_abs_error,
+            estimate=float(estimate), noisy_count=y, n=self.n, epsilon=self.epsilon,
+            epsilon_spent=self.epsilon_spent, estimator=self.estimator, mean_abs_error=self.mean_abs_error,
             worst_risk=self.worst_risk, neighbours=self.neighbours,
         )
 
 
 def release_count_laplace(
-    count: int, n: int, eps: float, *, p: float, estimator: str = "mean", neighbours: str = REPLACE_ONE,
+    count: int, n: int, epsilon: float, *, p: float, estimator: str = "mean", neighbours: str = REPLACE_ONE,
 ) -> CountRelease:
     """Release a count once with OpenDP's Laplace noise and report its Bayes estimate (chapter 4).
 
-    Shorthand for ``LaplaceCountRelease(n, eps, p=p, estimator=estimator, neighbours=neighbours).release(count)``.
+    Shorthand for ``LaplaceCountRelease(n, epsilon, p=p, estimator=estimator, neighbours=neighbours).release(count)``.
 
     Parameters
     ----------
     count : int
         The confidential count, ``0 <= count <= n``.
-    n, eps, p, estimator, neighbours
+    n, epsilon, p, estimator, neighbours
         As in :class:`LaplaceCountRelease`.
 
     Returns
@@ -790,13 +798,13 @@ def release_count_laplace(
 
     Notes
     -----
-    Privacy guarantee: eps-DP with respect to one record replaced or, with ``neighbours="add-remove"``,
-    added or removed (Laplace noise of scale ``1/eps`` on a sensitivity-1 count, drawn by OpenDP; the
+    Privacy guarantee: epsilon-DP with respect to one record replaced or, with ``neighbours="add-remove"``,
+    added or removed (Laplace noise of scale ``1/epsilon`` on a sensitivity-1 count, drawn by OpenDP; the
     estimate is post-processing). Uses ``dp.enable_features("contrib")``.
     """
     n = check_int("n", n, minimum=1, maximum=counting.MAX_N)
     _check_count(count, n)
-    return LaplaceCountRelease(n, eps, p=p, estimator=estimator, neighbours=neighbours).release(count)
+    return LaplaceCountRelease(n, epsilon, p=p, estimator=estimator, neighbours=neighbours).release(count)
 
 
 # --------------------------------------------------------------------------------------------
@@ -825,7 +833,7 @@ class GeometricCountReleaseResult:
         all of ``[0, n]`` the release warns (:class:`UninformativeIntervalWarning`).
     level : float
         The interval's guaranteed coverage.
-    n, eps, eps_spent, estimator, neighbours
+    n, epsilon, epsilon_spent, estimator, neighbours
         As the mechanism's.
     loss : {"squared", "absolute"}
         Loss of the risks: squared for ``"none"``, ``"minimax"`` and ``"mean"``, absolute for ``"median"``.
@@ -843,8 +851,8 @@ class GeometricCountReleaseResult:
     interval: tuple[int, int]
     level: float
     n: int
-    eps: float
-    eps_spent: float
+    epsilon: float
+    epsilon_spent: float
     estimator: str
     loss: str
     bayes_risk: float | None
@@ -857,7 +865,7 @@ class GeometricCountRelease:
     """A count released with OpenDP's geometric noise, clamped to ``{0..n}``, then optionally a Bayes estimate.
 
     The mechanism is the truncated geometric mechanism (Ghosh, Roughgarden & Sundararajan 2009), the
-    one whose Bayes post-processing reaches the optimum of the linear program over all eps-DP
+    one whose Bayes post-processing reaches the optimum of the linear program over all epsilon-DP
     estimators (chapters 1, 2 and 4 certify it; chapter 5 compares the candidates).
 
     Parameters
@@ -865,7 +873,7 @@ class GeometricCountRelease:
     n : int
         Number of records (public), ``1 <= n <= MAX_N``; under ``neighbours="add-remove"`` a public upper
         bound on the number of records (never ``len(data)``: the data set's size is then confidential).
-    eps : float
+    epsilon : float
         Privacy parameter in ``[MIN_EPS, MAX_EPS]``.
     estimator : {"none", "minimax", "mean", "median"}
         ``"none"``: the clamped noisy count itself (prior-free; chapter 5 shows where it is within a few
@@ -886,30 +894,30 @@ class GeometricCountRelease:
 
     Notes
     -----
-    Privacy guarantee: eps-DP for data sets of ``n`` records differing in one record (replace one;
-    ``n`` public), and with ``neighbours="add-remove"`` eps-DP for data sets of at most ``n`` records, one
+    Privacy guarantee: epsilon-DP for data sets of ``n`` records differing in one record (replace one;
+    ``n`` public), and with ``neighbours="add-remove"`` epsilon-DP for data sets of at most ``n`` records, one
     record added or removed: a count moves by at most 1 under either relation, OpenDP's geometric
-    measurement has privacy map at distance 1 checked ``<= eps``, and the clamp to the public ``{0..n}``,
+    measurement has privacy map at distance 1 checked ``<= epsilon``, and the clamp to the public ``{0..n}``,
     the estimate and the interval are post-processing. The output law depends on the count only
     (:meth:`output_log_law`), which ``tests/release/test_statistic.py`` audits exactly under both relations.
     Uses ``dp.enable_features("contrib")``.
     """
 
     n: int
-    eps: float
+    epsilon: float
     estimator: str
     level: float
     neighbours: str
     half_width: int
-    eps_spent: float
+    epsilon_spent: float
     _measurement: Any
 
     def __init__(
-        self, n: int, eps: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9,
+        self, n: int, epsilon: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9,
         neighbours: str = REPLACE_ONE,
     ) -> None:
         self.n = check_int("n", n, minimum=1, maximum=MAX_N)
-        self.eps = _check_eps(eps)
+        self.epsilon = _check_eps(epsilon)
         self.estimator = check_choice("estimator", estimator, COUNT_ESTIMATORS)
         self.level = _check_level(level)
         self.neighbours = check_neighbours(neighbours)
@@ -930,10 +938,10 @@ class GeometricCountRelease:
             self.prior = estimator_choice.CountPrior.binomial(float(prior))
         else:
             raise TypeError(f"prior must be a pair (a, b) of numbers > 0 or a probability p, got {prior!r}")
-        self.half_width, coverage = estimator_choice.prior_free_interval(self.n, self.eps, self.level)
+        self.half_width, coverage = estimator_choice.prior_free_interval(self.n, self.epsilon, self.level)
         del coverage
-        self._measurement = opendp_measurement("geometric", self.eps, self.n)
-        self.eps_spent = float(self._measurement.map(1))
+        self._measurement = opendp_measurement("geometric", self.epsilon, self.n)
+        self.epsilon_spent = float(self._measurement.map(1))
         self._risks: tuple[float | None, float] | None = None
 
     @property
@@ -943,7 +951,7 @@ class GeometricCountRelease:
     def _log_posterior(self, z: int) -> NDArray[np.float64]:
         assert self.prior is not None
         c = np.arange(self.n + 1)
-        lp = self.prior.log_weights(self.n) - self.eps * np.abs(c - z)
+        lp = self.prior.log_weights(self.n) - self.epsilon * np.abs(c - z)
         return lp - special.logsumexp(lp)
 
     def estimate_of(self, z: int) -> float:
@@ -961,7 +969,7 @@ class GeometricCountRelease:
 
     def _minimax_remap(self) -> NDArray[np.float64]:
         # the remap of z / n for the proportion; on the count scale times n (squared error scales by n^2)
-        return np.asarray(estimator_choice.minimax_certificate(self.n, self.eps, "proportion", "squared").remap)
+        return np.asarray(estimator_choice.minimax_certificate(self.n, self.epsilon, "proportion", "squared").remap)
 
     def output_log_law(self) -> NDArray[np.float64]:
         """``log P(noisy_count = z | count = c)``, rows ``c = 0..n``, columns ``z = 0..n``: the clamped geometric law.
@@ -974,7 +982,7 @@ class GeometricCountRelease:
             raise ValueError(
                 f"output_log_law() is a dense (n + 1) x (n + 1) matrix, available for n <= {OUTPUT_LAW_MAX_N}, got n = {self.n}"
             )
-        return clamped_geometric_logmatrix(np.arange(self.n + 1), 0, self.n, self.eps)
+        return clamped_geometric_logmatrix(np.arange(self.n + 1), 0, self.n, self.epsilon)
 
     def risks(self) -> tuple[float | None, float]:
         """``(bayes_risk, worst_risk)`` in the mechanism's loss, on the count scale (see the result's fields).
@@ -989,45 +997,45 @@ class GeometricCountRelease:
             pr = self.prior if self.prior is not None else estimator_choice.CountPrior.beta(1.0, 1.0)
             if self.estimator in ("none", "minimax", "mean"):
                 name = {"none": "geometric", "minimax": "geometric-minimax", "mean": "geometric-bayes"}[self.estimator]
-                bias, msd = estimator_choice.candidate_moments(name, n, self.eps, pr, "proportion")
+                bias, msd = estimator_choice.candidate_moments(name, n, self.epsilon, pr, "proportion")
                 bayes = None if self.prior is None else estimator_choice.bayes_risk(bias, msd, self.prior, "proportion") * n**2
                 self._risks = (bayes, float(np.max(msd)) * n**2)
             else:
-                per_count = estimator_choice.candidate_abs_risk("geometric-median", n, self.eps, pr) * n
+                per_count = estimator_choice.candidate_abs_risk("geometric-median", n, self.epsilon, pr) * n
                 self._risks = (float(pr.weights(n) @ per_count), float(np.max(per_count)))
         return self._risks
 
     def release(self, count: int) -> GeometricCountReleaseResult:
-        """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``eps``)."""
+        """Release a confidential ``count`` in ``[0, n]`` once (one OpenDP draw, spends ``epsilon``)."""
         count = _check_count(count, self.n)
         z = int(min(max(int(self._measurement(count)), 0), self.n))
         bayes, worst = self.risks()
         k = self.half_width
         if z - k <= 0 and z + k >= self.n:
-            _warn_uninformative(self.level, self.n, self.eps, k, f"count 0..{self.n}")
+            _warn_uninformative(self.level, self.n, self.epsilon, k, f"count 0..{self.n}")
         return GeometricCountReleaseResult(
             estimate=self.estimate_of(z), noisy_count=z, interval=(max(z - k, 0), min(z + k, self.n)), level=self.level,
-            n=self.n, eps=self.eps, eps_spent=self.eps_spent, estimator=self.estimator, loss=self.loss,
+            n=self.n, epsilon=self.epsilon, epsilon_spent=self.epsilon_spent, estimator=self.estimator, loss=self.loss,
             bayes_risk=bayes, worst_risk=worst, neighbours=self.neighbours,
         )
 
 
 def release_count_geometric(
-    count: int, n: int, eps: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9,
+    count: int, n: int, epsilon: float, *, estimator: str = "none", prior: Any = None, level: float = 0.9,
     neighbours: str = REPLACE_ONE,
 ) -> GeometricCountReleaseResult:
     """Release a count once with OpenDP's clamped geometric noise (chapter 5).
 
-    Shorthand for ``GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level,
+    Shorthand for ``GeometricCountRelease(n, epsilon, estimator=estimator, prior=prior, level=level,
     neighbours=neighbours).release(count)``.
 
     Notes
     -----
-    Privacy guarantee: eps-DP with respect to one record replaced (``n`` public), or with
+    Privacy guarantee: epsilon-DP with respect to one record replaced (``n`` public), or with
     ``neighbours="add-remove"`` one record added or removed (``n`` a public bound on the number of
     records, not the data's own size); everything after the noise is post-processing. Uses
-    ``dp.enable_features("contrib")``. Every call spends ``eps`` again.
+    ``dp.enable_features("contrib")``. Every call spends ``epsilon`` again.
     """
     n = check_int("n", n, minimum=1, maximum=MAX_N)
     _check_count(count, n)
-    return GeometricCountRelease(n, eps, estimator=estimator, prior=prior, level=level, neighbours=neighbours).release(count)
+    return GeometricCountRelease(n, epsilon, estimator=estimator, prior=prior, level=level, neighbours=neighbours).release(count)

@@ -8,21 +8,23 @@ Privacy unit and neighbours. One person contributes at most ``contributions`` re
 data sets are neighbours when they differ in one person's records, replaced (``"replace-one"``: the number
 of records ``n`` is public, and is taken as ``len(data)``) or added or removed (``"add-remove"``: ``n``
 is confidential and the caller gives ``n``, a public *bound* on it; :mod:`dpbayes.core.neighbours`). Under
-either relation each of the ``k`` counts moves by at most ``contributions``, so the vector of counts moves by
-at most ``k * contributions`` in L1 distance: that is the privacy unit handed to OpenDP.
+either relation each of the ``k`` counts moves by at most ``contributions``: the vectors of counts of
+neighbours are within ``contributions`` in L-infinity distance, the privacy unit handed to OpenDP.
 
 The release. The vector of counts is the input of OpenDP's compositor
-(``dp.c.make_adaptive_composition``) with that unit and the total ``epsilon``, split evenly over ``releases``
-queries or by the caller's ``weights``; OpenDP's compositor refuses a query past its share, and any query once
-the budget is spent. Each query is one OpenDP measurement,
-``dp.m.make_geometric`` on the vector of counts (two-sided geometric noise, which OpenDP also calls the
-discrete Laplace mechanism, of scale ``k * contributions / epsilon_q`` on every count): each attribute is
-released at ``epsilon_q / (k * contributions)`` (an even split over the attributes, the only split one
-vector measurement can make), and the vector at ``epsilon_q``, as OpenDP's privacy map checks. Every
-noisy count is then clamped to ``[0, n]`` and post-processed by the estimator
-:func:`dpbayes.choosing.decision.recommend` chooses for the caller's criterion, with its exact risks and a
-prior-free interval (:class:`dpbayes.release.statistic.GeometricCountRelease`). Clamping, the estimate and
-the interval are post-processing.
+(``dp.c.make_adaptive_composition``, input metric ``linf_distance``) with that unit and the total
+``epsilon``, split evenly over ``releases`` queries or by the caller's ``weights``; OpenDP's compositor
+refuses a query past its share, and any query once the budget is spent. Each query is OpenDP's composition
+(``dp.c.make_composition``) of one measurement per attribute: the attribute's count (a transformation
+that reads one coordinate, 1-Lipschitz from L-infinity to the absolute distance) followed by
+``dp.m.make_geometric`` (two-sided geometric noise, which OpenDP's documentation also calls the discrete
+Laplace mechanism on integers; "geometric" in this book) of scale ``contributions / epsilon_j``. The
+query's budget is split over the attributes evenly or by the caller's ``attribute_weights``, and OpenDP's
+privacy map of every measurement and of their composition is checked against its share. Every noisy count
+is then clamped to ``[0, n]`` and post-processed by the estimator :func:`dpbayes.choosing.decision.recommend`
+chooses for the caller's criterion at the attribute's share, with its exact risks and a prior-free interval
+(:class:`dpbayes.release.statistic.GeometricCountRelease`). Clamping, the estimate and the interval are
+post-processing.
 
 Estimand: the data set's proportion ``count / n`` under ``"replace-one"``; the count under
 ``"add-remove"`` (its denominator is confidential there). Beyond the book's sources.
@@ -131,7 +133,8 @@ class AttributeRelease:
     reason : str
         Why :func:`~dpbayes.choosing.decision.recommend` chose it: the criterion and the runner-up.
     epsilon : float
-        This attribute's share of the release's budget.
+        This attribute's share of the release's budget (the shares of one release sum to at most its
+        budget); the count's noise has scale ``contributions / epsilon``.
     worst_risk : float
         Exact largest risk over the possible counts, on the estimand's scale (squared error, or absolute
         error for the posterior median).
@@ -161,8 +164,8 @@ class TableRelease:
     attributes : tuple of AttributeRelease
     epsilon : float
         This release's budget (all attributes together).
-    eps_spent : float
-        OpenDP's privacy map of the vector measurement at the privacy unit (``<= epsilon``).
+    epsilon_spent : float
+        OpenDP's privacy map of the release's composed measurement at the privacy unit (``<= epsilon``).
     neighbours : str
     contributions : int
     n : int
@@ -172,7 +175,7 @@ class TableRelease:
 
     attributes: tuple[AttributeRelease, ...]
     epsilon: float
-    eps_spent: float
+    epsilon_spent: float
     neighbours: str
     contributions: int
     n: int
@@ -194,15 +197,16 @@ class TableRelease:
         return frame
 
 
-def _check_weights(weights: Any, releases: int) -> list[float] | None:
+def _check_weights(name: str, weights: Any, size: int, per: str) -> list[float]:
+    """``weights`` as floats (``[1] * size`` when ``None``): ``size`` positive finite numbers, one per ``per``."""
     if weights is None:
-        return None
-    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != releases:
-        raise ValueError(f"weights must be a sequence of {releases} positive numbers (one per release), got {weights!r}")
+        return [1.0] * size
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != size:
+        raise ValueError(f"{name} must be a sequence of {size} positive numbers (one per {per}), got {weights!r}")
     out = []
     for i, w in enumerate(weights):
         if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real) or not float(w) > 0 or not np.isfinite(float(w)):
-            raise ValueError(f"weights[{i}] must be a positive finite number, got {w!r}")
+            raise ValueError(f"{name}[{i}] must be a positive finite number, got {w!r}")
         out.append(float(w))
     return out
 
@@ -231,7 +235,10 @@ class PrivateTable:
     releases : int
         Number of releases the budget is split over (evenly unless ``weights``), ``>= 1``.
     weights : sequence of float, optional
-        Relative budget of each release (OpenDP's ``split_by_weights``).
+        Relative budget of each release (default: even).
+    attribute_weights : sequence of float, optional
+        Relative budget of each attribute within every release, in the order of ``columns`` (default:
+        even). Decided before the data are seen: weights chosen by looking at the counts leak them.
     neighbours : {"replace-one", "add-remove"}
         The neighbour relation (module docstring).
     n : int, optional
@@ -244,20 +251,24 @@ class PrivateTable:
     -----
     Privacy guarantee: ``epsilon``-DP for the whole sequence of releases, for data sets differing in one
     person's records under the chosen relation: OpenDP's adaptive compositor holds the vector of counts, with
-    input distance ``k * contributions`` in L1 and the budget split up front, and refuses queries past it; each query is
-    OpenDP's geometric measurement on that vector, its privacy map checked; everything after is
-    post-processing. ``tests/release/test_table.py`` computes the exact privacy loss of a release over
-    every pair of neighbouring small tables under both relations. Uses ``dp.enable_features("contrib")``.
+    input distance ``contributions`` in L-infinity and the budget split up front, and refuses queries past it;
+    each query is OpenDP's composition of one geometric measurement per attribute, every privacy map
+    checked; everything after is post-processing. ``tests/release/test_table.py`` computes the exact
+    privacy loss of a release over every pair of neighbouring small tables under both relations, with even
+    and uneven attribute weights. Uses ``dp.enable_features("contrib", "honest-but-curious")``: the second
+    flag is OpenDP's for a transformation written outside it, here the one that reads a coordinate of the
+    vector (its stability map is the identity, as the test's exact loss confirms).
     """
 
     def __init__(
         self, data: Any, columns: Sequence[str], *, epsilon: float, releases: int = 1, weights: Sequence[float] | None = None,
-        neighbours: str = REPLACE_ONE, n: int | None = None, contributions: int = 1,
+        attribute_weights: Sequence[float] | None = None, neighbours: str = REPLACE_ONE, n: int | None = None,
+        contributions: int = 1,
     ) -> None:
         # every public parameter is checked before the data are read
         self.epsilon = check_privacy_parameter(epsilon, "epsilon")
         self.releases = check_int("releases", releases, minimum=1, maximum=10_000)
-        split = _check_weights(weights, self.releases)
+        split = _check_weights("weights", weights, self.releases, "release")
         self.neighbours = check_neighbours(neighbours)
         self.contributions = check_int("contributions", contributions, minimum=1, maximum=MAX_CONTRIBUTIONS)
         if isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence):
@@ -267,6 +278,7 @@ class PrivateTable:
             raise ValueError(f"columns must name between 1 and {MAX_ATTRIBUTES} attributes, got {len(self.columns)}")
         if len(set(self.columns)) != len(self.columns):
             raise ValueError("columns must not repeat a name (a repeated attribute would be released twice)")
+        self.attribute_weights = tuple(_check_weights("attribute_weights", attribute_weights, len(self.columns), "column"))
         if self.neighbours == ADD_REMOVE:
             if n is None:
                 raise ValueError("neighbours='add-remove' needs n, a public bound on the number of records "
@@ -288,10 +300,12 @@ class PrivateTable:
             bound = check_int("len(data)", size, minimum=1, maximum=MAX_N)
         self.n = bound
         k = len(self.columns)
-        self._unit = k * self.contributions  # L1 distance of the count vectors of neighbours
+        self._unit = self.contributions  # L-infinity distance of the count vectors of neighbours
         dp = _opendp()
-        self._space = (dp.vector_domain(dp.atom_domain(T=dp.i32), size=k), dp.l1_distance(T=dp.i32))
-        self.release_epsilons = _split(self.epsilon, [1.0] * self.releases if split is None else split)
+        dp.enable_features("honest-but-curious")  # for the coordinate-reading transformation (class notes)
+        # 64-bit integers: a count plus noise of scale up to contributions / 1e-9 cannot overflow
+        self._space = (dp.vector_domain(dp.atom_domain(T=dp.i64), size=k), dp.linf_distance(T=dp.i64))
+        self.release_epsilons = _split(self.epsilon, split)
         compositor = dp.c.make_adaptive_composition(
             *self._space, dp.max_divergence(), d_in=self._unit, d_mids=list(self.release_epsilons))
         if float(compositor.map(self._unit)) > self.epsilon:
@@ -305,15 +319,30 @@ class PrivateTable:
         """How many releases the budget still allows."""
         return self.releases - self._done
 
-    def _measurement(self, epsilon: float) -> Any:
+    def _attribute_measurement(self, j: int, epsilon: float) -> Any:
+        """Attribute ``j``'s count with geometric noise, OpenDP's privacy map at the unit ``<= epsilon``."""
         dp = _opendp()
+        read = dp.t.make_user_transformation(
+            *self._space, dp.atom_domain(T=dp.i64), dp.absolute_distance(T=dp.i64),
+            function=lambda counts: counts[j], stability_map=lambda d_in: d_in)
         scale = self._unit / epsilon
-        for _ in range(8):
-            meas = dp.m.make_geometric(*self._space, scale=scale)
+        for _ in range(8):  # rounding in unit / (unit / epsilon) may overshoot by an ulp: nudge the scale up
+            meas = read >> dp.m.then_geometric(scale=scale)
             if float(meas.map(self._unit)) <= epsilon:
                 return meas
             scale = float(np.nextafter(scale, np.inf))
-        raise PrivacyMapError(f"OpenDP's privacy map of the table's geometric measurement exceeds epsilon = {epsilon!r}")
+        raise PrivacyMapError(f"OpenDP's privacy map of attribute {j}'s geometric measurement exceeds epsilon = {epsilon!r}")
+
+    def _measurement(self, epsilon: float) -> tuple[Any, tuple[float, ...]]:
+        """The query: OpenDP's composition of every attribute's measurement, and each attribute's share."""
+        dp = _opendp()
+        shares = _split(epsilon, self.attribute_weights)
+        for _ in range(8):  # OpenDP sums the shares' maps rounding up: shrink the shares by ulps until it fits
+            meas = dp.c.make_composition([self._attribute_measurement(j, e) for j, e in enumerate(shares)])
+            if float(meas.map(self._unit)) <= epsilon:
+                return meas, shares
+            shares = tuple(float(x * (1.0 - 4.0 * np.finfo(float).eps)) for x in shares)
+        raise PrivacyMapError(f"OpenDP's privacy map of the composed attributes exceeds epsilon = {epsilon!r}")
 
     def release(self, *, prior: Any = None, criterion: str | None = None, level: float = 0.9) -> TableRelease:
         """Release every attribute once, spending the next share of the budget.
@@ -342,40 +371,46 @@ class PrivateTable:
         if self._done >= self.releases:
             raise BudgetSpentError(f"the privacy budget epsilon = {self.epsilon:g} is spent: {self.releases} release(s) made")
         eps_q = self.release_epsilons[self._done]
-        eps_attr = eps_q / self._unit
-        # the decision depends on public quantities only: the same for every attribute
-        rec = recommend(self.n, eps_attr, prior=prior, criterion=criterion)
-        estimator = ESTIMATOR_OF_CANDIDATE[rec.candidate]
-        mech = GeometricCountRelease(self.n, eps_attr, estimator=estimator, prior=prior, level=level, neighbours=self.neighbours)
-        meas = self._measurement(eps_q)
+        meas, shares = self._measurement(eps_q)
+        # the decision and the estimator depend on public quantities only (n, each attribute's share)
+        mechs: dict[float, tuple[Any, GeometricCountRelease]] = {}
+        for share in shares:
+            if share not in mechs:
+                eps_count = share / self._unit  # the noise of one record's change
+                rec = recommend(self.n, eps_count, prior=prior, criterion=criterion)
+                mechs[share] = (rec, GeometricCountRelease(
+                    self.n, eps_count, estimator=ESTIMATOR_OF_CANDIDATE[rec.candidate], prior=prior, level=level,
+                    neighbours=self.neighbours))
         try:
             noisy = self._queryable(meas)
         except Exception as exc:  # OpenDP's compositor: "insufficient budget" / "out of queries"
             raise BudgetSpentError(f"OpenDP refused the release: {exc}") from None
         self._done += 1
-        bayes, worst = mech.risks()
         scale = float(self.n) if self.neighbours == REPLACE_ONE else 1.0
         estimand = "proportion" if self.neighbours == REPLACE_ONE else "count"
-        squared = mech.loss == "squared"
-        reason = f"{rec.criterion} criterion: {rec.label}"
-        if rec.runner_up != rec.candidate and np.isfinite(rec.margin):
-            reason += f"; runner-up {rec.runner_up} at {rec.margin:.3g} x"
         rows = []
-        k = mech.half_width
-        for column, value in zip(self.columns, noisy):
+        for column, value, share in zip(self.columns, noisy, shares):
+            rec, mech = mechs[share]
+            bayes, worst = mech.risks()
+            squared = mech.loss == "squared"
+            reason = f"{rec.criterion} criterion: {rec.label}"
+            if rec.runner_up != rec.candidate and np.isfinite(rec.margin):
+                reason += f"; runner-up {rec.runner_up} at {rec.margin:.3g} x"
+            k = mech.half_width
             z = int(min(max(int(value), 0), self.n))
             lo, hi = max(z - k, 0), min(z + k, self.n)
             uninformative = lo == 0 and hi == self.n
             if uninformative:
-                _warn_uninformative(level, self.n, eps_attr, k, f"value of column {column!r}")
+                _warn_uninformative(level, self.n, mech.epsilon, k, f"value of column {column!r}")
             rows.append(AttributeRelease(
                 column=column, estimand=estimand, estimate=mech.estimate_of(z) / scale, interval=(lo / scale, hi / scale),
-                level=level, uninformative=uninformative, estimator=estimator, reason=reason, epsilon=eps_attr,
+                level=level, uninformative=uninformative, estimator=mech.estimator, reason=reason, epsilon=share,
                 worst_risk=worst / (scale**2 if squared else scale),
                 bayes_risk=None if bayes is None else bayes / (scale**2 if squared else scale),
             ))
-        return TableRelease(attributes=tuple(rows), epsilon=eps_q, eps_spent=float(meas.map(self._unit)),
-                            neighbours=self.neighbours, contributions=self.contributions, n=self.n, criterion=rec.criterion)
+        return TableRelease(attributes=tuple(rows), epsilon=eps_q, epsilon_spent=float(meas.map(self._unit)),
+                            neighbours=self.neighbours, contributions=self.contributions, n=self.n,
+                            criterion=next(iter(mechs.values()))[0].criterion)
 
 
 def release_table(
