@@ -116,3 +116,18 @@ def test_the_test_value_is_declared_with_the_parameter():
     assert declared["eps_grid"].convert(declared["eps_grid"].test) == [2.0, 0.5]
     assert declared["method"].test == "b" and declared["method"].choices == ("a", "b")
     assert declared["K"].test is None
+
+
+def test_a_file_path_and_free_names(tmp_path, monkeypatch):
+    """``file``: any path, made absolute when it names a file from where the command runs; ``names``: any text."""
+    declared = parse_parameters_source(
+        'csv_path: str = "data/x.csv"  # the records; file; test other.csv\n'
+        'columns: list[str] = ["a", "b"]  # columns; names; test c\n'
+    )
+    (tmp_path / "mine.csv").write_text("a\n1\n")
+    monkeypatch.chdir(tmp_path)
+    out = validate_overrides(declared, {"csv_path": "mine.csv", "columns": "x,y z"})
+    assert out["csv_path"] == str(tmp_path / "mine.csv") and out["columns"] == ["x", "y z"]
+    assert validate_overrides(declared, {"csv_path": "elsewhere.csv"})["csv_path"] == "elsewhere.csv"
+    with pytest.raises(ParameterError, match="csv_path must be a file path"):
+        validate_overrides(declared, {"csv_path": ""})

@@ -73,6 +73,7 @@ RULES: dict[str, list[Rule]] = {
     "04c-beyond-the-paper": [less("eps_min", "eps_max")],
     "04d-fixed-counts-and-wrong-priors": [less("eps_min", "eps_max")],
     "using-dpbayes-numbers": [at_most("count", "n")],
+    "using-dpbayes-csv": [same_length("columns", "attribute_weights")],
     "privacy-audit": [less("trunc_low", "trunc_high")],
 }
 

@@ -6,6 +6,8 @@ Grammar of the cell (one parameter per line, annotated assignment plus a comment
     K: int = 100  # number of Bernoulli trials; range [1, 100000]; test 12
     eps_grid: list[float] = [0.001, 0.002]  # eps values on the x axis; range (0, inf); test 2.0,0.5
     method: str = "exact"  # how the metric is computed; choices exact, mc; test mc
+    csv_path: str = "data/example.csv"  # the records; file; test data/other.csv
+    columns: list[str] = ["a", "b"]  # columns to read; names; test a
     seed: int = 1  # seed of numpy.random.default_rng; range [0, inf); test 2
 
 The optional last clause ``test VALUE`` (written as on the command line: a comma list for a list) is the
@@ -14,7 +16,9 @@ small, fast value, different from the default, with which the test suite runs th
 range and its test value.
 
 ``type`` is one of ``int``, ``float``, ``bool``, ``str``, ``list[int]``, ``list[float]``, ``list[str]``; the range
-applies to every element of a list; ``inf`` bounds are allowed; a list must not be empty. Numbers are written
+applies to every element of a list; a ``str`` declared ``file`` is a file path (a relative path that names a file
+from the directory the command runs in is made absolute; otherwise it is read from the notebook's folder), and
+a ``str`` or ``list[str]`` declared ``names`` takes any non-empty text; ``inf`` bounds are allowed; a list must not be empty. Numbers are written
 plainly (``50``, ``-1``, ``0.5``, ``1e-3``; no ``5_0``); ``nan`` is never accepted and ``inf`` only where the
 range includes it explicitly (``range [0, inf]``, not ``range (0, inf)``). A comma list must not hold empty
 entries (``50,``, ``,50`` and ``50,,60`` are errors).
@@ -60,6 +64,8 @@ class Parameter:
     low_open: bool = False
     high_open: bool = False
     choices: tuple[str, ...] = field(default_factory=tuple)
+    #: ``"file"`` (a file path) or ``"names"`` (any non-empty text) for a ``str`` without choices; ``""`` otherwise.
+    free: str = ""
     #: The value the test suite runs the notebook with (command-line text), or ``None`` if not declared.
     test: str | None = None
 
@@ -68,6 +74,8 @@ class Parameter:
         """Human-readable allowed set, e.g. ``(0, inf)`` or ``one of exact, mc``."""
         if self.choices:
             return "one of " + ", ".join(self.choices)
+        if self.free:
+            return "a file path" if self.free == "file" else "any non-empty text"
         lo = "-inf" if self.low is None else _fmt(self.low)
         hi = "inf" if self.high is None else _fmt(self.high)
         return f"{'(' if self.low_open else '['}{lo}, {hi}{')' if self.high_open else ']'}"
@@ -122,6 +130,10 @@ class Parameter:
             if value not in self.choices:
                 raise ParameterError(f"{where} must be {self.allowed}, got {value!r}")
             return
+        if self.free:
+            if not isinstance(value, str) or not value:
+                raise ParameterError(f"{where} must be {self.allowed}, got {value!r}")
+            return
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             bad_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
             bad_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
@@ -149,6 +161,9 @@ class Parameter:
             return values
         value = self._scalar(raw, self.type)
         self._check_bounds(value)
+        if self.free == "file" and not Path(value).is_absolute() and Path(value).is_file():
+            # a file named from where the command runs (the notebook itself runs in its own folder)
+            value = str(Path(value).resolve())
         return value
 
 
@@ -199,6 +214,8 @@ def _parse_comment(name: str, comment: str) -> dict[str, Any]:
         )
     elif spec.startswith("choices"):
         out["choices"] = tuple(c.strip().strip("'\"") for c in spec[len("choices"):].split(",") if c.strip())
+    elif spec in ("file", "names"):
+        out["free"] = spec
     else:
         raise ParameterError(f"parameter {name}: comment must end with 'range ...' or 'choices ...', got {spec!r}")
     return out
