@@ -31,6 +31,8 @@ CASES = {
     "count-laplace": ("release_count_laplace (p = 0.3, eps = 1): construction, one draw, exact MAE", [10**k for k in range(2, 8)], [100, 1000, 10**4, 10**5]),
     "counting-pair": ("exact mean_abs_error + prob_lower_error ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], [100, 1000, 10**4, 10**5]),
     "counting-mc": ("monte_carlo_metrics, 100,000 runs ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], []),
+    "table-5": ("release_table: five binary columns of n records (p = 0.3) in, epsilon = 1 in all, no prior (the records are built before the clock starts)", [10**k for k in range(2, 8)], []),
+    "count-geometric": ("release_count_geometric (eps = 1, no prior): construction, one draw, exact worst risk", [10**k for k in range(2, 8)], []),
     "ubapp-grid": ("ubapp_exact on the paper's 5000-point grid, squared loss, eps = 1 (n = K)", [100, 1000, 5000, 20000], [100, 1000, 5000]),
 }
 
@@ -50,6 +52,16 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
     from dpbayes.counting import model as counting, metrics as counting_metrics
     from dpbayes.ubapp import median_remap, optimal as ubapp
     from dpbayes.release import statistic as release
+    from dpbayes.release.table import release_table
+
+    built: dict[int, dict[str, object]] = {}
+
+    def records(size: int) -> dict[str, object]:
+        """Five 0/1 columns of ``size`` records (NumPy booleans), built once per size."""
+        if size not in built:
+            rng = np.random.default_rng(size)
+            built[size] = {f"a{j}": rng.random(size) < 0.3 for j in range(5)}
+        return built[size]
 
     def call() -> object:
         nonlocal n
@@ -62,9 +74,13 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
             if variant == "new":
                 return release.OptimalProportionRelease(n, 1.0, loss=loss, estimand="theta").bayes_risk
             ref = release.OptimalProportionRelease.__new__(release.OptimalProportionRelease)
-            ref.n, ref.eps, ref.loss, ref.estimand = n, 1.0, loss, "theta"
+            ref.n, ref.epsilon, ref.loss, ref.estimand = n, 1.0, loss, "theta"
             ref._init_beta_dense(1.0, 1.0)
             return ref.bayes_risk
+        if name == "table-5":
+            return release_table(records(n), list(records(n)), 1.0).attributes[0].worst_risk
+        if name == "count-geometric":
+            return release.release_count_geometric(int(0.3 * n), n, 1.0).worst_risk
         if name == "count-laplace":
             if variant == "new":
                 return release.release_count_laplace(int(0.3 * n), n, 1.0, p=0.3).mean_abs_error
@@ -87,7 +103,15 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
     n_case, n = n, 3
     call()
     n = n_case
+    if name == "table-5":
+        built.clear()
+        records(n)  # the input is in memory before the clock and the memory baseline start
     times, cpu = [], []
+    try:  # reset the peak to the current RSS (Linux >= 4.0): a peak while the input was built is not the call's
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
     rss0 = _status("VmRSS")
     for _ in range(repeat):
         t0, c0 = time.perf_counter(), time.process_time()

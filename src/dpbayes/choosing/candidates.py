@@ -833,6 +833,17 @@ def bayes_risk(bias: FloatArray, msd: FloatArray, prior: Any = (1.0, 1.0), estim
     return float(w @ (msd + 2.0 * d * bias + d * d + v))
 
 
+def prior_free_half_width(eps: float, level: float = 0.9) -> int:
+    """``k`` of :func:`prior_free_interval` (it does not depend on ``n``): ``O(1)`` time and memory."""
+    eps = _check_eps(eps)
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real) or not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    log_a = -eps
+    # smallest k with log 2 + (k + 1) log a - log(1 + a) <= log(1 - level)
+    k = int(np.ceil((np.log1p(-float(level)) - np.log(2.0) + np.log1p(np.exp(log_a))) / log_a - 1.0 - 1e-12))
+    return max(k, 0)
+
+
 def prior_free_interval(n: int, eps: float, level: float = 0.9) -> tuple[int, FloatArray]:
     """The prior-free interval ``[z - k, z + k]`` around the clamped geometric count, and its exact coverage.
 
@@ -845,13 +856,8 @@ def prior_free_interval(n: int, eps: float, level: float = 0.9) -> tuple[int, Fl
     coverage : ndarray, shape (n + 1,)
     """
     n = check_int("n", n, minimum=1, maximum=MAX_N)
-    eps = _check_eps(eps)
-    if isinstance(level, (bool, np.bool_)) or not isinstance(level, numbers.Real) or not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    log_a = -eps
-    # smallest k with log 2 + (k + 1) log a - log(1 + a) <= log(1 - level)
-    k = int(np.ceil((np.log1p(-float(level)) - np.log(2.0) + np.log1p(np.exp(log_a))) / log_a - 1.0 - 1e-12))
-    k = max(k, 0)
+    k = prior_free_half_width(eps, level)
+    log_a = -float(eps)
     tail = float(np.exp((k + 1) * log_a - np.log1p(np.exp(log_a))))
     c = np.arange(n + 1)
     coverage = 1.0 - tail * ((n - c > k).astype(float) + (c > k).astype(float))

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from dpbayes.choosing import minimax_bound
 from dpbayes.choosing.candidates import CANDIDATES, Comparison, _as_prior, compare_estimators, minimax_certificate
 from dpbayes.core.validation import check_choice, check_in_range, check_int
 
@@ -40,6 +41,12 @@ CRITERIA = ("average", "worst", "guarded")
 DEFAULT_GUARD = 0.1
 #: Default ``tie`` of :func:`recommend`: releases within 1 % of the best by the criterion are equivalent.
 TIE_TOLERANCE = 0.01
+#: From this many records on, the worst criterion without a prior is decided by the bound of
+#: :mod:`dpbayes.choosing.minimax_bound` when it can (``O(1 / eps)`` instead of the full comparison's ``O(n)``
+#: time and memory and the minimax remap's optimisation; the bound exists from ``n >= 2 D`` on, about
+#: ``1500 / eps`` records). Below it the full comparison reports the runner-up's exact margin, which the
+#: bound does not give.
+BOUND_MIN_N = 100_000
 #: The releasable candidates, simplest first (ties go to the earlier), and the call of
 #: :mod:`dpbayes.release.statistic` that makes each (``{prior}`` is filled with the user's ``(a, b)``).
 RELEASES: dict[str, str] = {
@@ -81,8 +88,11 @@ class Recommendation:
         from worst-case optimal it is.
     guard : float or None
         The guard of the ``"guarded"`` criterion.
-    comparison : Comparison
-        The exact risks of every candidate considered.
+    comparison : Comparison or None
+        The exact risks of every candidate considered; ``None`` when the bound of
+        :mod:`dpbayes.choosing.minimax_bound` decided (worst criterion, no prior, ``n`` large against ``1 / epsilon``): then
+        ``runner_up`` is the minimax remap, ``margin`` is ``nan`` (not computed) and ``minimax_lower_bound`` is
+        that bound, within ``tie`` of the chosen release's ``worst_risk``.
     """
 
     criterion: str
@@ -95,7 +105,7 @@ class Recommendation:
     margin: float
     minimax_lower_bound: float
     guard: float | None
-    comparison: Comparison
+    comparison: Comparison | None
     equivalent: tuple[str, ...] = ()
     tie: float = TIE_TOLERANCE
 
@@ -152,6 +162,10 @@ def recommend(
     if prior is None and criterion != "worst":
         raise ValueError(f"criterion={criterion!r} averages over a prior: give prior=(a, b), or use criterion='worst'")
     analyst = _as_prior((1.0, 1.0) if prior is None else prior)
+    if prior is None and criterion == "worst":
+        decided = _decided_by_bound(n, epsilon, estimand, loss, tie)
+        if decided is not None:
+            return decided
     names = [nm for nm in RELEASES if prior is not None or not CANDIDATES[nm].uses_prior]
     cmp = compare_estimators(n, epsilon, prior=analyst, estimand=estimand, candidates=names, loss=loss)
     idx = {nm: i for i, nm in enumerate(cmp.names)}
@@ -181,6 +195,24 @@ def recommend(
         worst_risk=float(cmp.worst_risk[idx[chosen]]), runner_up=runner, margin=margin,
         minimax_lower_bound=float("nan") if cert is None else float(cert.lower_bound),
         guard=guard if criterion == "guarded" else None, comparison=cmp, equivalent=equivalent, tie=tie,
+    )
+
+
+def _decided_by_bound(n: int, epsilon: float, estimand: str, loss: str, tie: float) -> Recommendation | None:
+    """The plain count when its worst risk is within ``tie`` of a lower bound over every remap (large ``n``)."""
+    if check_choice("estimand", estimand, ("proportion", "theta")) != "proportion" or loss != "squared":
+        return None
+    n = check_int("n", n, minimum=1, maximum=10**7)
+    if n < BOUND_MIN_N:
+        return None
+    worst = minimax_bound.clamped_geometric_worst_risk(n, epsilon)
+    lower = minimax_bound.count_minimax_lower_bound(n, epsilon)
+    if worst is None or lower is None or worst > lower * (1.0 + tie):
+        return None
+    return Recommendation(
+        criterion="worst", candidate="geometric", label=CANDIDATES["geometric"].label, call=RELEASES["geometric"],
+        bayes_risk=None, worst_risk=worst / n**2, runner_up="geometric-minimax", margin=float("nan"),
+        minimax_lower_bound=lower / n**2, guard=None, comparison=None, equivalent=("geometric", "geometric-minimax"), tie=tie,
     )
 
 

@@ -66,7 +66,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from dpbayes.counting import model as counting, metrics as counting_metrics
-from dpbayes.choosing import candidates as estimator_choice
+from dpbayes.choosing import candidates as estimator_choice, minimax_bound
 from dpbayes.ubapp import median_remap
 from dpbayes.core._extras import lazy_module, require
 from dpbayes.core.geometric import clamped_geometric_logmatrix, truncated_geometric_logmatrix
@@ -938,8 +938,7 @@ class GeometricCountRelease:
             self.prior = estimator_choice.CountPrior.binomial(float(prior))
         else:
             raise TypeError(f"prior must be a pair (a, b) of numbers > 0 or a probability p, got {prior!r}")
-        self.half_width, coverage = estimator_choice.prior_free_interval(self.n, self.epsilon, self.level)
-        del coverage
+        self.half_width = estimator_choice.prior_free_half_width(self.epsilon, self.level)
         self._measurement = opendp_measurement("geometric", self.epsilon, self.n)
         self.epsilon_spent = float(self._measurement.map(1))
         self._risks: tuple[float | None, float] | None = None
@@ -990,12 +989,19 @@ class GeometricCountRelease:
         Exact at every ``n`` in ``O(n log n)``: squared error from the candidates' error moments, absolute error
         of the posterior median from partial sums against the truncated geometric law
         (:func:`dpbayes.choosing.candidates.candidate_abs_risk`; ``tests/release/test_statistic.py`` checks it
-        against the dense law).
+        against the dense law). The plain count without a prior, when ``n`` is at least twice
+        :func:`dpbayes.choosing.minimax_bound.tail_width`: its worst risk in ``O(1 / epsilon)``
+        (:func:`dpbayes.choosing.minimax_bound.clamped_geometric_worst_risk`, tested against the ``O(n)`` value).
         """
         if self._risks is None:
             n = self.n
             pr = self.prior if self.prior is not None else estimator_choice.CountPrior.beta(1.0, 1.0)
-            if self.estimator in ("none", "minimax", "mean"):
+            # far more records than 1 / epsilon: the plain count's worst risk in O(1 / epsilon), the same number
+            worst_far = (minimax_bound.clamped_geometric_worst_risk(n, self.epsilon)
+                         if self.estimator == "none" and self.prior is None else None)
+            if worst_far is not None:
+                self._risks = (None, worst_far)
+            elif self.estimator in ("none", "minimax", "mean"):
                 name = {"none": "geometric", "minimax": "geometric-minimax", "mean": "geometric-bayes"}[self.estimator]
                 bias, msd = estimator_choice.candidate_moments(name, n, self.epsilon, pr, "proportion")
                 bayes = None if self.prior is None else estimator_choice.bayes_risk(bias, msd, self.prior, "proportion") * n**2

@@ -394,7 +394,9 @@ class PrivateTable:
             bayes, worst = mech.risks()
             squared = mech.loss == "squared"
             reason = f"{rec.criterion} criterion: {rec.label}"
-            if rec.runner_up != rec.candidate and np.isfinite(rec.margin):
+            if rec.comparison is None:  # decided by the bound (large n)
+                reason += f"; no remap has a worst risk lower by more than {rec.tie:.0%} (certified bound)"
+            elif rec.runner_up != rec.candidate and np.isfinite(rec.margin):
                 reason += f"; runner-up {rec.runner_up} at {rec.margin:.3g} x"
             k = mech.half_width
             z = int(min(max(int(value), 0), self.n))
