@@ -17,7 +17,7 @@ BROWSER_DIR := _build/browser
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: book test lint unit notebooks figures notebooks-narrow figures-narrow browser browser-build chromium setup clean verify-runs
+.PHONY: book test lint unit notebooks figures notebooks-narrow figures-narrow browser browser-build chromium setup clean verify-runs pdf
 
 setup: $(STAMP) $(BOOK_STAMP)
 
@@ -59,7 +59,7 @@ lint: $(STAMP)
 	$(BIN)/mypy src/dpbayes
 
 unit: $(STAMP) $(BOOK_STAMP)
-	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --ignore=tests/test_browser.py
+	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --ignore=tests/test_browser.py --ignore=tests/test_pdf.py
 
 notebooks: $(STAMP)
 	rm -rf $(FRESH_FIGURES)
@@ -95,7 +95,14 @@ browser-build: $(STAMP) $(BOOK_STAMP)
 browser: browser-build chromium
 	DPBAYES_BOOK_HTML=$(CURDIR)/$(BROWSER_DIR)/_build/html CHROMIUM=$(CHROMIUM) \
 	  DPBAYES_SCREENSHOTS=$(CURDIR)/$(BROWSER_DIR)/screenshots \
-	  $(BIN)/python -m pytest tests/test_browser.py -q -p no:cacheprovider -rs -n $(JOBS) --dist load
+	  $(BIN)/python -m pytest tests/test_browser.py tests/test_pdf.py -q -p no:cacheprovider -rs -n $(JOBS) --dist load
+
+# The whole book as one PDF (dpbayes.book.pdf: single-page HTML of the stored outputs, printed by Chromium);
+# not part of `make test`, whose browser stage checks the same recipe on a small book (tests/test_pdf.py).
+PDF_BOOK ?= .
+PDF_OUT ?= _build/pdf
+pdf: $(STAMP) $(BOOK_STAMP) chromium
+	$(BIN)/python -m dpbayes.book.pdf $(PDF_BOOK) $(PDF_OUT) $(CHROMIUM)
 
 # Re-execute every stored non-default run (figures/<chapter>/runs/<label>/) and compare; slow, not in CI.
 verify-runs: $(STAMP)
