@@ -34,6 +34,7 @@ ALLOWED = {
     # command lines and parameter declarations shown as code
     ("*", "-p eps 0.5"),
     ("*", "eps"),  # the parameter of every notebook, named as a parameter (CONTRIBUTING.md)
+    ("*", "epsilon"),  # the privacy parameter of the release API, named as OpenDP and diffprivlib name it
     ("*", "eps_min < eps_max"),
     # the keyword argument of the proportion release that asks for the population parameter
     ("*", 'estimand="theta"'),

@@ -1,0 +1,39 @@
+"""dpbayes.book.shipped: the wheel and the source at the build commit, in the built book, with their SHA-256."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from dpbayes.book.shipped import SHIPPED_DIR, ship
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.xdist_group("packaging")  # pip builds a wheel, like tests/test_packaging.py
+
+
+def test_the_build_ships_the_wheel_and_the_committed_source_with_their_hashes(tmp_path: Path) -> None:
+    shipped = ship(ROOT, tmp_path)
+    folder = tmp_path / SHIPPED_DIR
+    assert set(shipped) == {"wheel", "source"}
+    sums = (folder / "SHA256SUMS").read_text().splitlines()
+    assert len(sums) == 2
+    for line in sums:  # the sha256sum -c format, and the hashes the pages show
+        digest, name = line.split("  ")
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == digest
+        assert digest in {s.sha256 for s in shipped.values()}
+    assert "dpbayes/release/table.py" in zipfile.ZipFile(folder / shipped["wheel"].name).namelist()
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert shipped["source"].name == f"dpbayes-src-{head}.tar.gz"
+    with tarfile.open(folder / shipped["source"].name) as archive:
+        names = set(archive.getnames())
+    assert f"dpbayes-src-{head}/Makefile" in names and f"dpbayes-src-{head}/chapters/05-choosing/index.md" in names
+    # a second build replaces the folder: nothing of an earlier build is left
+    (folder / "stale.whl").write_text("x")
+    ship(ROOT, tmp_path)
+    assert not (folder / "stale.whl").exists()
