@@ -8,11 +8,13 @@ Every HTML build (``make book``, the browser tests' build) writes into ``_shippe
 * the repository's source at the build commit (``git archive HEAD``, committed files only: the chapters, the
   stored outputs, the tests, everything ``make book`` and ``make test`` need), when the book is built from a git
   checkout;
+* the whole book as one PDF, when ``make pdf`` has built it (``_build/pdf/dpbayes-book.pdf``; it prints the
+  stored outputs of the same checkout, so build it first when the book is to carry it);
 * ``SHA256SUMS``, in the format ``sha256sum -c`` reads.
 
-Pages link them with the role ``{shipped}`wheel``` or ``{shipped}`source```: the file name, linked, and its
-SHA-256. A page that names an artefact the build could not make (no git checkout) gets a build warning, which
-``-W`` turns into an error.
+Pages link them with the role ``{shipped}`wheel```, ``{shipped}`source``` or ``{shipped}`pdf```: the file name,
+linked, and its SHA-256. A page that names a wheel or source the build could not make (no git checkout) gets a
+build warning, which ``-W`` turns into an error; a PDF that was not built is said so in the text.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SHIPPED_DIR", "Shipped", "build_wheel", "build_source", "sha256", "ship"]
+__all__ = ["SHIPPED_DIR", "PDF", "Shipped", "build_wheel", "build_source", "sha256", "ship"]
 
 #: The folder of the built book that holds the artefacts.
 SHIPPED_DIR = "_shipped"
+#: Where ``make pdf`` leaves the book's PDF, relative to the book's root.
+PDF = "_build/pdf/dpbayes-book.pdf"
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,9 @@ def ship(root: Path, outdir: Path) -> dict[str, Shipped]:
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    made = {"wheel": build_wheel(Path(root), target), "source": build_source(Path(root), target)}
+    made = {"wheel": build_wheel(Path(root), target), "source": build_source(Path(root), target), "pdf": None}
+    if (Path(root) / PDF).is_file():
+        made["pdf"] = Path(shutil.copy2(Path(root) / PDF, target / Path(PDF).name))
     shipped = {kind: Shipped(path.name, sha256(path), path.stat().st_size) for kind, path in made.items() if path is not None}
     (target / "SHA256SUMS").write_text("".join(f"{s.sha256}  {s.name}\n" for s in shipped.values()), encoding="utf-8")
     return shipped
@@ -104,7 +110,9 @@ def setup(app: Any) -> dict[str, Any]:
         env.note_reread()  # the hash changes with every build commit: never keep this page's doctree cached
         found = getattr(env.app, "_dpbayes_shipped", {})
         kind = text.strip()
-        if kind not in ("wheel", "source") or kind not in found:
+        if kind == "pdf" and kind not in found:
+            return [nodes.Text("not part of this build ("), nodes.literal("make pdf", "make pdf"), nodes.Text(" builds it)")], []
+        if kind not in ("wheel", "source", "pdf") or kind not in found:
             msg = inliner.reporter.warning(f"shipped: no artefact {kind!r} in this build (wheel; source needs a git checkout)",
                                            line=lineno)
             return [inliner.problematic(rawtext, rawtext, msg)], [msg]
