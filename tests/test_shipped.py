@@ -38,3 +38,23 @@ def test_the_build_ships_the_wheel_and_the_committed_source_with_their_hashes(tm
     (folder / "stale.whl").write_text("x")
     ship(ROOT, tmp_path)
     assert not (folder / "stale.whl").exists()
+
+
+def test_a_notebook_runs_from_the_shipped_source_with_the_library_inside_it(tmp_path: Path) -> None:
+    """What rerun.md tells a reader who downloaded a notebook: the shipped source is all it needs (here with the
+    installed requirements of this checkout's venv, and the archive's own library first on the path)."""
+    import os
+    import sys
+
+    shipped = ship(ROOT, tmp_path / "book")
+    with tarfile.open(tmp_path / "book" / SHIPPED_DIR / shipped["source"].name) as archive:
+        archive.extractall(tmp_path / "unpacked", filter="data")
+    top = tmp_path / "unpacked" / shipped["source"].name.removesuffix(".tar.gz")
+    env = {**os.environ, "PYTHONPATH": str(top / "src")}
+    probe = subprocess.run([sys.executable, "-c", "import dpbayes, sys; print(dpbayes.__file__)"], cwd=top, env=env,
+                           capture_output=True, text=True, check=True)
+    assert probe.stdout.strip().startswith(str(top)), probe.stdout
+    done = subprocess.run([sys.executable, "-m", "dpbayes", "run", "chapters/04-counting-queries/04a-out-of-range.ipynb",
+                           "--out", str(tmp_path / "runs"), "--quiet"], cwd=top, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and " ok " in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
