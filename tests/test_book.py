@@ -245,3 +245,70 @@ def test_tables_inside_a_colon_fence_are_found_and_code_fences_are_not() -> None
     assert book.markdown_tables("```\n" + text + "```\n") == []
 
 
+
+
+# -- the reader's first screen and library calls in tables (issue 49) --------------------------------
+FINDINGS_RST = """
+Chapter
+=======
+
+The question.
+
+.. admonition:: Findings
+   :class: findings
+
+   - a finding
+
+The chapter's figure.
+
+Verdicts
+--------
+
+A table.
+"""
+
+
+def test_the_findings_box_becomes_a_section_with_the_text_up_to_the_next_heading() -> None:
+    from docutils import nodes
+    from docutils.core import publish_doctree
+
+    from dpbayes.book.sphinx_ext import findings_heading
+
+    doctree = publish_doctree(FINDINGS_RST, settings_overrides={"report_level": 5, "doctitle_xform": False})
+    assert findings_heading(doctree) == 1
+    chapter = next(iter(doctree.findall(nodes.section)))
+    sections = [c for c in chapter.children if isinstance(c, nodes.section)]
+    assert [s[0].astext() for s in sections] == ["Findings", "Verdicts"]
+    findings = sections[0]
+    assert findings["ids"] == ["findings"]
+    box = next(iter(findings.findall(nodes.admonition)))
+    assert not any(isinstance(c, nodes.title) for c in box.children) and "a finding" in box.astext()
+    assert findings.children[-1].astext() == "The chapter's figure."
+    assert chapter.children[1].astext() == "The question." and len(chapter.children) == 4  # title, text, 2 sections
+
+
+CALLS_RST = """
++--------------------------------------------+----------------+
+| Call                                       | Name           |
++============================================+================+
+| ``release_count_geometric(count, n, eps)`` | ``eps_grid``   |
++--------------------------------------------+----------------+
+
+Outside a table: ``f(x)``.
+"""
+
+
+def test_a_library_call_in_a_table_may_wrap_after_its_parenthesis_only() -> None:
+    from docutils import nodes
+    from docutils.core import publish_doctree
+
+    from dpbayes.book.sphinx_ext import CALL_CLASS, break_code_at_arguments
+
+    doctree = publish_doctree(CALLS_RST, settings_overrides={"report_level": 5})
+    assert break_code_at_arguments(doctree) == 1
+    call, name, outside = list(doctree.findall(nodes.literal))
+    assert CALL_CLASS in call["classes"] and CALL_CLASS not in name["classes"] + outside["classes"]
+    assert [c.astext() if isinstance(c, nodes.Text) else "<wbr>" for c in call.children] == [
+        "release_count_geometric(", "<wbr>", "count, n, eps)"]
+    assert call.astext().replace("<wbr>", "") == "release_count_geometric(count, n, eps)"
+    assert outside.astext() == "f(x)" and len(outside.children) == 1

@@ -497,7 +497,8 @@ def test_dashboard_check_fails_on_swapped_rows(root: Path, tmp_path: Path) -> No
                     .replace('id="claim-x"', 'id="claim-2"'), encoding="utf-8")
     problems = dashboard_problems(dashboard_links(copy))
     rel = page.relative_to(copy).as_posix()
-    assert [p.split(" holds")[0] for p in problems] == [f"{DASHBOARD_LINK}: {rel}#claim-1", f"{DASHBOARD_LINK}: {rel}#claim-2"], problems
+    # (the dashboard lists the claims grouped by verdict, not necessarily claim-1 first)
+    assert sorted(p.split(" holds")[0] for p in problems) == [f"{DASHBOARD_LINK}: {rel}#claim-1", f"{DASHBOARD_LINK}: {rel}#claim-2"], problems
 
 
 READER_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title>
@@ -627,3 +628,97 @@ def test_contents_sidebar_marks_the_section_in_view(root: Path) -> None:
             if state["active"] != want:
                 problems.append(f"{rel} at {fraction:.0%}: marked {state['active']}, in view {want}")
     assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------------------------
+# The reader's first screen, verdicts grouped by verdict, library calls whole (issue 49)
+# --------------------------------------------------------------------------------------------
+_FIRST_SCREEN_JS = """
+() => {
+  const seen = sel => { const e = document.querySelector(sel);
+    if (!e) { return 'missing'; }
+    const r = e.getBoundingClientRect();
+    return r.top >= 0 && r.bottom <= window.innerHeight ? 'visible' : `at ${Math.round(r.top)}-${Math.round(r.bottom)} px`; };
+  return {tally: seen('.dpbayes-tally'), publish: seen('.admonition.publish')};
+}
+"""
+
+_GROUPS_JS = """
+() => Array.from(document.querySelectorAll('.dpbayes-verdict-groups')).map(groups => {
+  const titles = Array.from(groups.querySelectorAll(':scope > .dpbayes-verdict-group-title .sd-badge'))
+    .map(b => b.textContent.replace(/^\\S+\\s+/, '').trim());
+  const shown = Array.from(groups.querySelectorAll(':scope > table, :scope > div > table'))
+    .filter(t => t.closest('details') === groups.closest('details')).map(t => t.querySelectorAll('tbody tr').length);
+  return {titles, shown};
+})
+"""
+
+_SPLIT_CODE_JS = """
+() => {
+  const found = [];
+  document.querySelectorAll('.bd-article table code.dpbayes-call').forEach(code => {
+    const words = code.querySelectorAll('span.pre').length ? code.querySelectorAll('span.pre') : [code];
+    words.forEach(w => {
+      const tops = new Set(Array.from(w.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+      if (tops.size > 1) { found.push(w.textContent); }
+    });
+  });
+  return found;
+}
+"""
+
+
+def _evaluate(root: Path, pages: list[str], script: str, width: int) -> dict[str, object]:
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, object] = {}
+    with serve(root) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
+        try:
+            tab = browser.new_context(viewport={"width": width, "height": 900}).new_page()
+            for page in pages:
+                tab.goto(base + page, wait_until="load", timeout=30_000)
+                out[page] = tab.evaluate(script)
+        finally:
+            browser.close()
+    return out
+
+
+@needs_book
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_tally_and_the_publish_box_are_on_the_first_screen(root: Path, width: int) -> None:
+    """The landing page's first screen (900 px high) shows the verdict tally and the "What should I publish?" box;
+    chapter 5's first screen shows the box."""
+    found = _evaluate(root, ["intro.html", "chapters/05-choosing/index.html"], _FIRST_SCREEN_JS, width)
+    assert found["intro.html"] == {"tally": "visible", "publish": "visible"}, found
+    assert found["chapters/05-choosing/index.html"]["publish"] == "visible", found  # type: ignore[index]
+
+
+@needs_book
+def test_claims_are_grouped_by_verdict_worst_first(root: Path) -> None:
+    """Every chapter page's claims tables, and the dashboard's, come in verdict groups in the book's order,
+    each showing at most its first rows (the rest folded)."""
+    from dpbayes.book.dashboard import GROUP_ORDER, GROUP_SHOWN
+
+    pages = ["intro.html", *chapter_first_pages(root)]
+    found = _evaluate(root, pages, _GROUPS_JS, 1300)
+    for page in pages:
+        groups = found[page]
+        assert groups, f"{page}: no verdict groups"
+        for group in groups:  # type: ignore[attr-defined]
+            ranks = [GROUP_ORDER.index(t) for t in group["titles"]]
+            assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks), (page, group["titles"])
+            assert all(0 < n <= GROUP_SHOWN for n in group["shown"]), (page, group)
+
+
+@needs_book
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_library_call_breaks_inside_a_name(root: Path, width: int) -> None:
+    """A library call (inline code with a parenthesis) in a table cell wraps between its words (argument
+    boundaries), never inside one; the page has such calls (chapter 5's "What to publish")."""
+    pages = ["intro.html", "using-dpbayes.html", *chapter_first_pages(root)]
+    found = _evaluate(root, pages, _SPLIT_CODE_JS, width)
+    split = {page: words for page, words in found.items() if words}
+    assert _evaluate(root, ["chapters/05-choosing/index.html"], "() => document.querySelectorAll('code.dpbayes-call').length",
+                     width)["chapters/05-choosing/index.html"], "no library call in chapter 5's tables"
+    assert not split, f"code split inside a word at {width} px: {split}"

@@ -72,6 +72,9 @@ STACKED = """# Stacked
 
 INTRO = """# Landing
 
+```{dpbayes-tally}
+```
+
 ```{dpbayes-verdicts}
 ```
 """
@@ -175,11 +178,32 @@ def test_each_claim_links_to_its_row_and_shows_the_chapters_own_cells(book: tupl
     assert "✗ not reproduced" in text and "not reproduced not reproduced" not in text
     # a cell that says more than its kind keeps its words after the badge; an empty evidence cell is "—"
     assert "◐ partly at large K" in text and "✎ corrected (eq. 7)" in text
-    assert "Lemma 2 at 12 ✗ not reproduced — 4" in text and text.endswith("(needs the long run) —")
+    assert "Lemma 2 at 12 ✗ not reproduced —" in text and "(needs the long run) —" in text
+    # grouped by verdict, worst first: corrected, not reproduced, partly, open, reproduced
+    titles = ["✎ corrected 1 claim", "✗ not reproduced 1 claim", "◐ partly 1 claim", "○ open 1 claim", "✓ reproduced 1 claim"]
+    assert [text.index(t) for t in titles] == sorted(text.index(t) for t in titles)
+    assert text.endswith("Bayes beats naive (§4, Fig. 3 ) ✓ reproduced exact")
     # the claim from the included file, the footnotes left on the chapter page, no ids defined twice
     assert "Included claim" in text and "footnote" not in toy
     assert "inside a code fence" not in text
     assert len(re.findall(r'id="toy-detail"', html)) == 0
+
+
+def test_the_tally_counts_every_verdict_worst_first(book: tuple[Path, str]) -> None:
+    _, html = book
+    tally = re.search(r'<p class="dpbayes-tally">.*?</p>', html, re.S)
+    assert tally is not None
+    assert _text(tally.group(0), tag="") == ("7 claims checked: ⊘ 1 refuted ✎ 1 corrected ✗ 1 not reproduced ◐ 1 partly "
+                                             "○ 1 open ✓ 2 reproduced")
+    assert 'href="#verdict-dashboard"' in tally.group(0)
+
+
+def test_a_chapter_page_shows_its_claims_grouped_by_verdict(book: tuple[Path, str]) -> None:
+    root, _ = book
+    page = (root / "_build" / "html" / "chapters" / "11-stacked" / "index.html").read_text(encoding="utf-8")
+    text = _text(page)
+    assert text.index("⊘ refuted 1 claim") < text.index("Theorem B") < text.index("✓ reproduced 1 claim") < text.index("Theorem A")
+    assert 'id="claim-1"' in page and 'id="claim-2"' in page  # the rows keep their ids (the dashboard's links)
 
 
 def test_a_stacked_chapter_table_is_shown_without_its_labels(book: tuple[Path, str]) -> None:
@@ -266,6 +290,42 @@ def test_verdict_cells_of_a_chapter_get_the_dashboard_badges() -> None:
     assert shown(rows[2].children[1]) == "◐ partly (at large K)"  # more words: kept after the badge, without the kind
     assert "dpbayes-cell-label" in rows[1].children[1].children[0].astext()  # the label stays in front
     assert dashboard.badge_verdict_cells(doctree) == 0  # idempotent
+
+
+GROUP_RST = """
++-------+-------------+
+| Claim | Verdict     |
++=======+=============+
+| a     | reproduced  |
++-------+-------------+
+| b     | refuted     |
++-------+-------------+
+| c     | refuted     |
++-------+-------------+
+| d     | refuted     |
++-------+-------------+
+| e     | corrected   |
++-------+-------------+
+"""
+
+
+def test_a_claims_table_is_grouped_by_verdict_and_each_group_folded_after_its_first_rows() -> None:
+    doctree = publish_doctree(GROUP_RST, settings_overrides={"report_level": 5})
+    table = next(iter(doctree.findall(nodes.table)))
+    dashboard.label_claim_rows(doctree)
+    grouped = dashboard.group_claims_table(table, shown=2)
+    shown = [child for child in grouped.children if isinstance(child, nodes.table)]
+    folded = [child for child in grouped.children if child.get("design_component") == "dropdown"]
+
+    def claims(t: nodes.Node) -> list[str]:
+        return [row.children[0].astext() for row in t.findall(nodes.row) if not isinstance(row.parent, nodes.thead)]
+
+    assert [claims(t) for t in shown] == [["b", "c"], ["e"], ["a"]]
+    assert len(folded) == 1 and claims(folded[0]) == ["d"] and "1 more refuted claim" in folded[0].astext()
+    assert [p.astext() for p in grouped.children if isinstance(p, nodes.paragraph)] == [
+        "⊘ refuted 3 claims", "✎ corrected 1 claim", "✓ reproduced 1 claim"]
+    ids = [row["ids"] for t in grouped.findall(nodes.table) for row in t.findall(nodes.row) if row["ids"]]
+    assert sorted(i for found in ids for i in found) == [f"claim-{k}" for k in range(1, 6)]
 
 
 def test_verdict_normalisation() -> None:

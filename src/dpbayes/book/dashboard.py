@@ -16,6 +16,14 @@ its row on the chapter page. It is built in three steps, each on the doctree Sph
    now, so the verdicts are classified (:func:`normalise_verdict`), counted into the summary table
    and the section titles, and every verdict cell gets its badge (:func:`badge_verdict_cells`, the
    same as on the chapter pages).
+
+Between steps 2 and 3 a post-transform of every page (:class:`GroupVerdictRows`, priority 6: just after
+myst-nb's glued values are resolved, before sphinx-design turns dropdowns into ``<details>``) groups the
+rows of every claims table, on the chapter pages and in the dashboard, by verdict (:data:`GROUP_ORDER`:
+refuted and corrected first, reproduced last); each group shows its first :data:`GROUP_SHOWN` rows and
+folds the rest. The rows keep their ``claim-<n>`` ids, so the dashboard's links still land. A
+``{dpbayes-tally}`` directive on the dashboard's page becomes one line counting every verdict
+(:func:`tally_line`).
 """
 
 from __future__ import annotations
@@ -41,6 +49,11 @@ __all__ = [
     "VERDICT_ORDER",
     "ChapterClaims",
     "FillVerdictDashboard",
+    "GROUP_ORDER",
+    "GROUP_SHOWN",
+    "GroupVerdictRows",
+    "group_claims_table",
+    "tally_line",
     "badge_verdict_cells",
     "chapter_label",
     "claim_rows",
@@ -70,6 +83,13 @@ ENV_KEY = "dpbayes_claims"  # attribute of the build environment: {chapter docna
 DASHBOARD_TABLE_CLASS = "dpbayes-dashboard-claims"
 COUNTS_CLASS = "dpbayes-claim-counts"
 DASHBOARD_HEADER = ("", "Claim (source §)", "Verdict", "Evidence")
+# the order of the verdict groups of a claims table: what the book found wrong first
+GROUP_ORDER = ("refuted", "corrected", "not reproduced", "partly", "open", "other", "reproduced")
+GROUP_SHOWN = 2  # rows of each verdict group shown before the group's fold
+GROUPS_CLASS = "dpbayes-verdict-groups"
+GROUP_TITLE_CLASS = "dpbayes-verdict-group-title"
+TALLY_CLASS = "dpbayes-tally"
+CHAPTER_ATTR = "dpbayes_chapter"  # a dashboard table's chapter docname (kept by the tables it is split into)
 
 
 def claims_columns(header: list[str]) -> dict[str, int] | None:
@@ -295,6 +315,10 @@ class verdicts_summary(nodes.General, nodes.Element):  # noqa: N801
     """Where the per-chapter summary table goes (filled by :func:`finish_dashboard`)."""
 
 
+class verdicts_tally(nodes.General, nodes.Element):  # noqa: N801
+    """Where ``{dpbayes-tally}`` puts the count of every verdict (filled by :func:`finish_dashboard`)."""
+
+
 @dataclass
 class ChapterClaims:
     """One chapter page's claims, as collected at ``doctree-read``."""
@@ -371,6 +395,7 @@ def chapter_section(chapter: ChapterClaims, here: str, page_uri: str) -> Any:
         cells = [_relocate(c, chapter.docname, here, page_uri) for c in (claim.claim, claim.verdict, claim.evidence)]
         rows.append([[link], cells[0] or _text("—"), cells[1], cells[2] or _text("—")])
     table = _table([_text(h) for h in DASHBOARD_HEADER], rows, [DASHBOARD_TABLE_CLASS])
+    table[CHAPTER_ATTR] = chapter.docname
     title = nodes.rubric("", f"{chapter.label}: {len(chapter.claims)} claims (",
                          nodes.inline("", "", classes=[COUNTS_CLASS]), nodes.Text(")"))
     dropdown = create_component("dropdown", opened=False, type="dropdown", has_title=True, icon=None,
@@ -399,6 +424,137 @@ class FillVerdictDashboard(SphinxPostTransform):
             placeholder.replace_self(content)
 
 
+# --------------------------------------------------------------------------------------------
+# Claims tables grouped by verdict
+# --------------------------------------------------------------------------------------------
+def _badge(kind: str, text: str) -> Any:
+    colour = VERDICT_BADGE[kind].removeprefix("bdg-")
+    return nodes.inline("", text, classes=["sd-sphinx-override", "sd-badge", f"sd-bg-{colour}", f"sd-bg-text-{colour}"])
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _table_with(table: Any, rows: list[Any], *, first: bool) -> Any:
+    """A table like ``table`` (classes, caption, column specs, header) holding ``rows``.
+
+    Only the ``first`` of the tables a table is split into keeps its ids and its caption; the rows are
+    moved, with their ids (``claim-<n>``).
+    """
+    new = table.copy()
+    if not first:
+        new["ids"], new["names"] = [], []
+    for child in table.children:
+        if isinstance(child, nodes.title):
+            if first:
+                new += child.deepcopy()
+        elif isinstance(child, nodes.tgroup):
+            group = child.copy()
+            for part in child.children:
+                if isinstance(part, nodes.tbody):
+                    body = part.copy()
+                    for row in rows:
+                        row.parent = None
+                        body += row
+                    group += body
+                else:
+                    copy = part.deepcopy()
+                    for node in copy.findall(nodes.Element):
+                        node["ids"] = []
+                    group += copy
+            new += group
+        elif first:
+            new += child.deepcopy()
+    return new
+
+
+def group_claims_table(table: Any, shown: int = GROUP_SHOWN) -> Any:
+    """The rows of a claims table grouped by verdict (:data:`GROUP_ORDER`), each group folded after ``shown`` rows.
+
+    Returns a container: per verdict present, a title (badge and count), a table with the group's first rows
+    and, when it has more, a folded sphinx-design dropdown holding a table with the others. The verdict of a
+    row is read from its Verdict cell (:func:`normalise_verdict`, glued verdicts resolved); rows keep their
+    order within a group, and empty rows are left out.
+    """
+    (cols, rows), = claims_tables(table)  # findall starts at the table itself
+    groups: dict[str, list[Any]] = {kind: [] for kind in GROUP_ORDER}
+    for row in rows:
+        if all(_blank(entry) for entry in row.children):
+            continue
+        said = _shown_text(row.children[cols["verdict"]]) if len(row.children) > cols["verdict"] else ""
+        groups[normalise_verdict(said)].append(row)
+    out = nodes.container(classes=[GROUPS_CLASS])
+    first = True
+    for kind in GROUP_ORDER:
+        found = groups[kind]
+        if not found:
+            continue
+        claims = "claim" if len(found) == 1 else "claims"
+        out += nodes.paragraph("", "", _badge(kind, f"{VERDICT_MARK[kind]} {kind}"), nodes.Text(f" {len(found)} {claims}"),
+                               classes=[GROUP_TITLE_CLASS])
+        out += _table_with(table, found[:shown], first=first)
+        first = False
+        rest = found[shown:]
+        if rest:
+            dropdown = create_component("dropdown", opened=False, type="dropdown", has_title=True, icon=None,
+                                        chevron=None, container_classes=["sd-mb-3", "dpbayes-verdict-more"],
+                                        title_classes=[], body_classes=[])
+            dropdown += nodes.rubric("", f"{len(rest)} more {kind} {'claim' if len(rest) == 1 else 'claims'}")
+            dropdown += _table_with(table, rest, first=False)
+            out += dropdown
+    return out
+
+
+def _top_claims_tables(doctree: Any, dashboard: bool) -> list[Any]:
+    """The claims tables to group: a chapter page's own, or the dashboard's (``dashboard``)."""
+    found = []
+    for table in doctree.findall(nodes.table):
+        if any(isinstance(a, nodes.table) for a in _ancestors(table)) or any(
+                GROUPS_CLASS in a.get("classes", []) for a in _ancestors(table) if isinstance(a, nodes.Element)):
+            continue
+        if (DASHBOARD_TABLE_CLASS in table["classes"]) != dashboard:
+            continue
+        if next(claims_tables(table), None) is not None:
+            found.append(table)
+    return found
+
+
+def _ancestors(node: Any) -> Iterator[Any]:
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+class GroupVerdictRows(SphinxPostTransform):
+    """Group the claims-table rows of a chapter page, and the dashboard's, by verdict (:func:`group_claims_table`)."""
+
+    # after myst-nb's ReplacePendingGlueReferences (5): a glued verdict is text; before sphinx-design's dropdowns (199)
+    default_priority = 6
+
+    def run(self, **kwargs: Any) -> None:
+        chapter = bool(CHAPTER_PAGE_RE.match(self.env.docname))
+        tables = _top_claims_tables(self.document, dashboard=False) if chapter else []
+        tables += _top_claims_tables(self.document, dashboard=True)
+        for table in tables:
+            table.replace_self(group_claims_table(table))
+
+
+def tally_line(counts: dict[str, int], dashboard_uri: str = "#verdict-dashboard") -> Any:
+    """One paragraph counting every verdict, worst first, linked to the dashboard: "101 claims: ⊘ 12 refuted, ..."."""
+    total = sum(counts.values())
+    para = nodes.paragraph("", "", classes=[TALLY_CLASS])
+    para += nodes.reference("", "", nodes.strong("", _plural(total, "claim") + " checked"), internal=True, refuri=dashboard_uri)
+    para += nodes.Text(": ")
+    present = [k for k in GROUP_ORDER if counts.get(k)]
+    for i, kind in enumerate(present):
+        para += _badge(kind, f"{VERDICT_MARK[kind]} {counts[kind]} {kind}")
+        if i < len(present) - 1:
+            para += nodes.Text(" ")
+    return para
+
+
 def summary_columns(kinds: Iterable[list[str]]) -> list[str]:
     """The verdict columns of the summary table: the five verdicts, then "open" / "other" where some claim has them."""
     present = {kind for found in kinds for kind in found}
@@ -410,6 +566,16 @@ def _kinds(table: Any) -> list[str]:
     return [normalise_verdict(_shown_text(row.children[cols["verdict"]])) for row in rows]
 
 
+def _chapter_kinds(tables: list[Any], chapters: list[ChapterClaims]) -> dict[str, list[str]]:
+    """The verdicts of each chapter's claims, read from the dashboard's tables (one or more per chapter)."""
+    kinds: dict[str, list[str]] = {ch.docname: [] for ch in chapters}
+    for table in tables:
+        doc = table.get(CHAPTER_ATTR)
+        if doc in kinds:
+            kinds[doc] += _kinds(table)
+    return kinds
+
+
 def finish_dashboard(doctree: Any, env: Any, uri: Callable[[str], str]) -> bool:
     """Count the verdicts into the summary table and the section titles, then badge the verdict cells.
 
@@ -417,13 +583,18 @@ def finish_dashboard(doctree: Any, env: Any, uri: Callable[[str], str]) -> bool:
     doctree of the page holding the dashboard; returns whether there was one.
     """
     summaries = list(doctree.findall(verdicts_summary))
+    tallies = list(doctree.findall(verdicts_tally))
     if not summaries:
+        for tally in tallies:
+            tally.replace_self(nodes.paragraph("", "The verdicts are counted on the page with the dashboard."))
         return False
     chapters = dashboard_chapters(env)
     tables = [t for t in doctree.findall(nodes.table) if DASHBOARD_TABLE_CLASS in t["classes"]]
     counts_nodes = [n for n in doctree.findall(nodes.inline) if COUNTS_CLASS in n["classes"]]
-    kinds_of = iter(_kinds(t) for t in tables)
-    kinds = {ch.docname: next(kinds_of) if ch.claims else [] for ch in chapters}
+    kinds = _chapter_kinds(tables, chapters)
+    every = [kind for found in kinds.values() for kind in found]
+    for tally in tallies:
+        tally.replace_self(tally_line({k: every.count(k) for k in GROUP_ORDER}))
     for counts_node, chapter in zip(counts_nodes, [ch for ch in chapters if ch.claims]):
         found = kinds[chapter.docname]
         said = ", ".join(f"{found.count(v)} {VERDICT_MARK[v]}" for v in (*VERDICT_ORDER, *VERDICT_OPTIONAL)

@@ -393,6 +393,88 @@ def label_stacked_cells(doctree: Any) -> int:
     return labelled
 
 
+FINDINGS_CLASS = "findings"
+CALL_CLASS = "dpbayes-call"  # inline code in a table cell that is a call: wraps between its words only
+
+
+def findings_heading(doctree: Any) -> int:
+    """Make a chapter page's ``:::{admonition} Findings`` (class ``findings``) a section titled "Findings".
+
+    The admonition keeps its box (without its own title) under a real heading, so that "Findings" is
+    in the page's contents sidebar and the reader's first screen ends on findings, not on a box title.
+    The page's body after the box, up to its next heading (the chapter's figure), goes into the new
+    section with it. Runs at ``doctree-read`` before Sphinx collects the page's table of contents.
+    Returns the number of sections made.
+    """
+    from docutils import nodes
+
+    made = 0
+    for box in list(doctree.findall(nodes.admonition)):
+        parent = box.parent
+        title = box.children[0] if box.children and isinstance(box.children[0], nodes.title) else None
+        if (FINDINGS_CLASS not in box["classes"] or not isinstance(parent, nodes.section) or title is None
+                or title.astext().strip() != "Findings"):
+            continue
+        start = parent.index(box)
+        following = []
+        for child in parent.children[start + 1:]:
+            if isinstance(child, nodes.section):
+                break
+            following.append(child)
+        ident = "findings" if "findings" not in doctree.ids else f"findings-{made + 1}"
+        section = nodes.section("", ids=[ident], names=["findings"])
+        section += nodes.title("", "Findings")
+        box.remove(title)
+        parent.children[start:start + 1 + len(following)] = []
+        section += box
+        section.extend(following)
+        parent.insert(start, section)
+        doctree.ids[ident] = section
+        made += 1
+    return made
+
+
+def break_code_at_arguments(doctree: Any) -> int:
+    """Let a library call in a table cell wrap after its opening parenthesis, never inside a name.
+
+    Inline code with a parenthesis (a call) gets the class ``dpbayes-call``, for which
+    ``_static/dpbayes.css`` keeps every word whole (Sphinx writes one
+    ``<span class="pre">`` per word, and the spaces after the commas between arguments are the
+    breaks); a ``<wbr>`` after each ``(`` that opens arguments lets ``release_count_geometric(`` stand
+    on its own line. ``<wbr>`` adds no character: code copied from the page is unchanged. Returns the
+    number of break points added.
+    """
+    from docutils import nodes
+
+    added = 0
+    for literal in list(doctree.findall(nodes.literal)):
+        if not any(isinstance(a, nodes.entry) for a in _ancestors(literal)):
+            continue
+        if "(" not in literal.astext():
+            continue
+        literal["classes"].append(CALL_CLASS)
+        for text in [c for c in literal.children if isinstance(c, nodes.Text)]:
+            parts = re.split(r"(?<=\()(?=[^)\s])", str(text))
+            if len(parts) < 2:
+                continue
+            new: list[Any] = []
+            for k, part in enumerate(parts):
+                if k:
+                    new.append(nodes.raw("", "<wbr>", format="html"))
+                    added += 1
+                new.append(nodes.Text(part))
+            index = literal.index(text)
+            literal[index:index + 1] = new
+    return added
+
+
+def _ancestors(node: Any) -> Any:
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
+
+
 def shell_command_lines(command: str, width: int = CODE_LINE_CHARS) -> list[str]:
     """``command`` broken into lines of at most ``width`` characters with shell continuations.
 
@@ -797,6 +879,14 @@ def setup(app: Any) -> dict[str, Any]:
             container.insert(0, dashboard.verdicts_placeholder())
             return [container]
 
+    class TallyDirective(Directive):
+        """One line counting every verdict of the book's claims tables (filled where the dashboard is built)."""
+
+        has_content = False
+
+        def run(self) -> list[Any]:
+            return [dashboard.verdicts_tally()]
+
     class CitationDirective(_MarkdownDirective):
         def markdown(self, root: Path, env: Any) -> str:
             env.note_dependency(str(root / "CITATION.cff"))
@@ -890,6 +980,10 @@ def setup(app: Any) -> dict[str, Any]:
         if CHAPTER_PAGE_RE.match(env.docname) and env.docname in env.tocs:
             skip_heading_numbers(env.tocs[env.docname])
 
+    def _findings_heading(app: Any, doctree: Any) -> None:
+        if CHAPTER_PAGE_RE.match(app.env.docname):
+            findings_heading(doctree)
+
     def _label_stacked_tables(app: Any, doctree: Any) -> None:
         if CHAPTER_PAGE_RE.match(app.env.docname):
             # the dashboard's copies first: a stacked table's labels are the chapter page's layout
@@ -898,6 +992,8 @@ def setup(app: Any) -> dict[str, Any]:
         label_stacked_cells(doctree)
 
     def _badge_verdicts(app: Any, doctree: Any, docname: str) -> None:
+        if app.builder.format == "html":
+            break_code_at_arguments(doctree)
         if CHAPTER_PAGE_RE.match(docname):
             badge_verdict_cells(doctree)
         else:
@@ -915,6 +1011,7 @@ def setup(app: Any) -> dict[str, Any]:
 
     app.add_role("glued", glued_role)
     app.add_directive("dpbayes-verdicts", VerdictsDirective)
+    app.add_directive("dpbayes-tally", TallyDirective)
     app.add_directive("dpbayes-params", ParamsDirective)
     app.add_directive("dpbayes-run-examples", RunExamplesDirective)
     app.connect("config-inited", _check_mathjax_path)
@@ -922,10 +1019,12 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_directive("dpbayes-citation", CitationDirective)
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("env-get-outdated", _mark_outdated)
+    app.connect("doctree-read", _findings_heading, priority=400)  # before Sphinx's TocTreeCollector (500)
     app.connect("doctree-read", _unnumber_chapter_headings, priority=800)
     app.connect("doctree-read", _label_stacked_tables)
     app.connect("doctree-resolved", _badge_verdicts)
     app.add_post_transform(dashboard.FillVerdictDashboard)
+    app.add_post_transform(dashboard.GroupVerdictRows)
     app.connect("env-purge-doc", dashboard.purge_claims)
     app.connect("env-merge-info", dashboard.merge_claims)
     app.connect("builder-inited", _sphinx_section_numbers, priority=900)
