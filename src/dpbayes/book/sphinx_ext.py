@@ -830,6 +830,8 @@ def footer_html(meta: dict[str, Any], commit: tuple[str, str] | None, cite_href:
     from html import escape
 
     parts = [f"dpbayes {escape(str(meta['version']))}"]
+    if meta.get("license"):
+        parts.append(f"licence {escape(str(meta['license']))}")
     if commit:
         parts.append(f"built from commit {escape(commit[0])} ({escape(commit[1])})")
     if meta.get("repository-code"):
