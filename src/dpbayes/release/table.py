@@ -398,6 +398,8 @@ class PrivateTable:
                 reason += f"; no remap has a worst risk lower by more than {rec.tie:.0%} (certified bound)"
             elif rec.runner_up != rec.candidate and np.isfinite(rec.margin):
                 reason += f"; runner-up {rec.runner_up} at {rec.margin:.3g} x"
+                if rec.margin < 1.0:  # better, but by less than the tie: not worth a less simple release
+                    reason += f" (within {rec.tie:.0%}: the simpler release is chosen)"
             k = mech.half_width
             z = int(min(max(int(value), 0), self.n))
             lo, hi = max(z - k, 0), min(z + k, self.n)
