@@ -45,11 +45,16 @@ def tail_width(eps: float) -> int:
     return max(1, math.ceil(746.0 / eps))
 
 
-def _noise(eps: float, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """``t = -D..D`` and ``p(t)``, the two-sided geometric law of scale ``1 / eps`` (untruncated)."""
+def _noise(n: int, eps: float) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """``t = -D..D``, ``p(t)`` (the two-sided geometric law of scale ``1 / eps``, untruncated) and ``D``; ``None``
+    when the ends of ``{0..n}`` are closer than ``2 D`` or ``D`` exceeds :data:`MAX_TAIL_WIDTH`."""
+    n = check_int("n", n, minimum=1, maximum=10**12)
+    width = tail_width(eps)
+    if width > MAX_TAIL_WIDTH or n < 2 * width:
+        return None
     t = np.arange(-width, width + 1, dtype=float)
     # (1 - q) / (1 + q) = tanh(eps / 2) with q = exp(-eps), accurate for small eps
-    return t, math.tanh(eps / 2.0) * np.exp(-eps * np.abs(t))
+    return t, math.tanh(eps / 2.0) * np.exp(-eps * np.abs(t)), width
 
 
 def clamped_geometric_worst_risk(n: int, eps: float) -> float | None:
@@ -68,11 +73,10 @@ def clamped_geometric_worst_risk(n: int, eps: float) -> float | None:
         The worst risk; ``None`` when ``n < 2 D`` (:func:`tail_width`) or ``D`` exceeds :data:`MAX_TAIL_WIDTH`
         (then the ends interact and the ``O(n)`` computation of :mod:`dpbayes.choosing.candidates` applies).
     """
-    n = check_int("n", n, minimum=1, maximum=10**12)
-    width = tail_width(eps)
-    if width > MAX_TAIL_WIDTH or n < 2 * width:
+    noise = _noise(n, eps)
+    if noise is None:
         return None
-    t, p = _noise(eps, width)
+    t, p, _ = noise
     pos = t > 0
     # h(a) for a >= D: the clipped tail has underflowed, h is sum t^2 p(t) over t >= 1
     h_far = float(np.sum(t[pos] ** 2 * p[pos]))
@@ -96,11 +100,10 @@ def count_minimax_lower_bound(n: int, eps: float) -> float | None:
         The bound, in counts squared (module docstring); ``None`` under the conditions of
         :func:`clamped_geometric_worst_risk`.
     """
-    n = check_int("n", n, minimum=1, maximum=10**12)
-    width = tail_width(eps)
-    if width > MAX_TAIL_WIDTH or n < 2 * width:
+    noise = _noise(n, eps)
+    if noise is None:
         return None
-    t, p = _noise(eps, width)
+    t, p, width = noise
     # the middle terms: the whole window t = -D..D, whose mean is 0 by symmetry
     middle = float(np.sum(t**2 * p))
     # the edge terms at the low end: y = -D..D-1 sees t = c - y in [-y, D]; suffix sums over t from -y to D

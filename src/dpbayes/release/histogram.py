@@ -25,7 +25,9 @@ import numpy as np
 from dpbayes.choosing.decision import CRITERIA, recommend
 from dpbayes.core.neighbours import ADD_REMOVE, REPLACE_ONE, check_neighbours
 from dpbayes.core.validation import check_choice, check_int, check_privacy_parameter
-from dpbayes.release.statistic import MAX_N, GeometricCountRelease, PrivacyMapError, _check_level, _opendp, _warn_uninformative
+from dpbayes.release.statistic import (
+    MAX_N, GeometricCountRelease, _check_level, _opendp, _warn_uninformative, calibrated_measurement,
+)
 from dpbayes.release.table import ESTIMATOR_OF_CANDIDATE, MAX_CONTRIBUTIONS, AttributeRelease, TableRelease
 
 __all__ = ["MAX_CATEGORIES", "category_counts", "histogram_unit", "release_histogram"]
@@ -127,14 +129,8 @@ def release_histogram(
                                  neighbours=neighbours)
     dp = _opendp()
     space = (dp.vector_domain(dp.atom_domain(T=dp.i64), size=len(cats)), dp.l1_distance(T=dp.i64))
-    scale = unit / epsilon
-    for _ in range(8):  # rounding in unit / (unit / epsilon) may overshoot by an ulp: nudge the scale up
-        meas = dp.m.make_geometric(*space, scale=scale)
-        if float(meas.map(unit)) <= epsilon:
-            break
-        scale = float(np.nextafter(scale, np.inf))
-    else:
-        raise PrivacyMapError(f"OpenDP's privacy map of the histogram exceeds epsilon = {epsilon!r}")
+    meas = calibrated_measurement(lambda scale: dp.m.make_geometric(*space, scale=scale), unit / epsilon, unit, epsilon,
+                                  "the histogram's geometric measurement")
     noisy = meas(counts)
     del counts  # the confidential counts are not kept
     bayes, worst = mech.risks()

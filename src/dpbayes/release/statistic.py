@@ -261,14 +261,24 @@ def opendp_measurement(kind: str, epsilon: float, n: int | None = None) -> Any:
         if n is None:
             raise ValueError(f"n must be given for the geometric measurement (an integer in [1, {MAX_N}])")
         n = check_int("n", n, minimum=1, maximum=MAX_N)
-    scale = _noise_scale(epsilon)
+    return calibrated_measurement(lambda scale: _build_measurement(kind, scale, n), _noise_scale(epsilon),
+                                  1 if kind == "geometric" else 1.0, epsilon, f"the {kind} measurement")
+
+
+def calibrated_measurement(build: Any, scale: float, d_in: Any, epsilon: float, what: str) -> Any:
+    """``build(scale)``, the scale nudged up by a few ulps until OpenDP's privacy map at ``d_in`` is ``<= epsilon``.
+
+    Rounding in ``unit / (unit / epsilon)`` can make the map exceed ``epsilon`` by an ulp; a scale that still
+    fails after eight nudges raises :class:`PrivacyMapError` before the measurement reaches any data. Used by
+    every release of :mod:`dpbayes.release`.
+    """
     for _ in range(8):
-        meas = _build_measurement(kind, scale, n)
-        spent = float(meas.map(1 if kind == "geometric" else 1.0))
+        meas = build(scale)
+        spent = float(meas.map(d_in))
         if spent <= epsilon:
             return meas
         scale = float(np.nextafter(scale, np.inf))
-    raise PrivacyMapError(f"OpenDP's privacy map gives {spent!r} > epsilon = {epsilon!r} at noise scale {scale!r}")
+    raise PrivacyMapError(f"OpenDP's privacy map of {what} gives {spent!r} > epsilon = {epsilon!r} at noise scale {scale!r}")
 
 
 def _build_measurement(kind: str, scale: float, n: int | None) -> Any:

@@ -46,7 +46,7 @@ from dpbayes.core.geometric import clamped_geometric_logmatrix
 from dpbayes.core.neighbours import ADD_REMOVE, REPLACE_ONE, check_neighbours
 from dpbayes.core.validation import check_choice, check_int, check_privacy_parameter
 from dpbayes.release.statistic import (
-    MAX_N, GeometricCountRelease, PrivacyMapError, _check_level, _opendp, _warn_uninformative,
+    MAX_N, GeometricCountRelease, PrivacyMapError, _check_level, _opendp, _warn_uninformative, calibrated_measurement,
 )
 
 __all__ = [
@@ -325,13 +325,8 @@ class PrivateTable:
         read = dp.t.make_user_transformation(
             *self._space, dp.atom_domain(T=dp.i64), dp.absolute_distance(T=dp.i64),
             function=lambda counts: counts[j], stability_map=lambda d_in: d_in)
-        scale = self._unit / epsilon
-        for _ in range(8):  # rounding in unit / (unit / epsilon) may overshoot by an ulp: nudge the scale up
-            meas = read >> dp.m.then_geometric(scale=scale)
-            if float(meas.map(self._unit)) <= epsilon:
-                return meas
-            scale = float(np.nextafter(scale, np.inf))
-        raise PrivacyMapError(f"OpenDP's privacy map of attribute {j}'s geometric measurement exceeds epsilon = {epsilon!r}")
+        return calibrated_measurement(lambda scale: read >> dp.m.then_geometric(scale=scale), self._unit / epsilon,
+                                      self._unit, epsilon, f"attribute {j}'s geometric measurement")
 
     def _measurement(self, epsilon: float) -> tuple[Any, tuple[float, ...]]:
         """The query: OpenDP's composition of every attribute's measurement, and each attribute's share."""
