@@ -32,6 +32,7 @@ CASES = {
     "counting-pair": ("exact mean_abs_error + prob_lower_error ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], [100, 1000, 10**4, 10**5]),
     "counting-mc": ("monte_carlo_metrics, 100,000 runs ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], []),
     "table-5": ("release_table: five binary columns of n records (p = 0.3) in, epsilon = 1 in all, no prior (the records are built before the clock starts)", [10**k for k in range(2, 8)], []),
+    "proportion-prior": ("release_proportion, Beta(2, 3) prior, the data set's proportion, eps = 1: posterior means, exact Bayes and worst risks, one draw (dense: the one-array sums of the previous code)", [10**k for k in range(2, 8)], [10**5, 10**6, 10**7]),
     "count-geometric": ("release_count_geometric (eps = 1, no prior): construction, one draw, exact worst risk", [10**k for k in range(2, 8)], []),
     "ubapp-grid": ("ubapp_exact on the paper's 5000-point grid, squared loss, eps = 1 (n = K)", [100, 1000, 5000, 20000], [100, 1000, 5000]),
 }
@@ -79,6 +80,15 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
             return ref.bayes_risk
         if name == "table-5":
             return release_table(records(n), list(records(n)), 1.0).attributes[0].worst_risk
+        if name == "proportion-prior":
+            if variant == "new":
+                return release.release_proportion(int(0.3 * n), n, 1.0, prior=(2.0, 3.0)).worst_risk
+            from dpbayes.choosing import candidates as ec
+
+            bias, msd = ec.candidate_moments("geometric-bayes", n, 1.0, (2.0, 3.0), "proportion")
+            shift = ec._geometric_count_posterior_mean(ec.CountPrior.beta(2.0, 3.0).log_weights(n), 1.0)
+            ec.bayes_risk(bias, msd, (2.0, 3.0), "proportion")
+            return float(np.max(msd)) + 0.0 * float(shift[0])
         if name == "count-geometric":
             return release.release_count_geometric(int(0.3 * n), n, 1.0).worst_risk
         if name == "count-laplace":

@@ -328,3 +328,36 @@ def truncated_bias(remap: np.ndarray, eps: float) -> np.ndarray:
     n = remap.size - 1
     g = truncated_geometric_matrix(n, eps)  # g[z, c] = P(z | c)
     return remap @ g - np.arange(n + 1) / n
+
+
+@pytest.mark.parametrize("n, eps, prior, chunk", [
+    (1, 1.0, (1.0, 1.0), 1), (50, 1.0, (1.0, 1.0), 7), (1000, 0.3, (2.0, 5.0), 100),
+    (3000, 2.0, (0.5, 0.5), 4096), (20000, 0.05, (3.0, 1.0), 777), (4000, 15.0, (2.0, 2.0), 512)])
+def test_the_chunked_geometric_bayes_summary_is_the_one_array_result(n, eps, prior, chunk):
+    """``release_proportion``'s memory-bounded path: the same shift bit for bit, the same risks to rounding."""
+    shift, bayes, worst = ec.geometric_bayes_proportion_summary(n, eps, prior, chunk=chunk)
+    ref_shift = ec._geometric_count_posterior_mean(ec.CountPrior.beta(*prior).log_weights(n), eps)
+    assert shift.tobytes() == ref_shift.tobytes()
+    bias, msd = ec.candidate_moments("geometric-bayes", n, eps, prior, "proportion")
+    assert bayes == pytest.approx(ec.bayes_risk(bias, msd, prior, "proportion"), rel=1e-13)
+    assert worst == pytest.approx(float(np.max(msd)), rel=1e-13)
+
+
+def test_the_chunked_summary_hands_an_underflowing_prior_back():
+    """A prior far from some counts underflows in linear space: the caller takes the log-space path."""
+    with pytest.raises(FloatingPointError, match="log-space"):
+        ec.geometric_bayes_proportion_summary(20000, 1.0, (900.0, 900.0))
+
+
+@pytest.mark.parametrize("eps", [1e-3, 0.2, 1.0, 20.0])
+def test_the_clamped_noise_table_stops_where_its_terms_are_zero(eps):
+    """Reading the short table past its end gives the same bits as the whole cumulative sum over 0..n."""
+    n = 6000
+    log_beta = ec._geometric_log_beta(eps)
+    k = np.arange(1, n + 1, dtype=float)
+    with np.errstate(under="ignore"):
+        full = np.concatenate(([0.0], np.cumsum((2.0 * k - 1.0) * np.exp(log_beta + -eps * k))))
+    c = np.arange(n + 1)
+    _, second = ec._clamped_integer_noise_moments(eps, log_beta, n)
+    assert second.tobytes() == (full[c] + full[n - c]).tobytes()
+    assert ec._clamped_noise_table(eps, log_beta, n).size == min(n, int(np.ceil(746.0 / eps)) + 1) + 1

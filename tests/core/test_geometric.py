@@ -143,3 +143,40 @@ def test_clamped_law_refuses_bad_arguments():
         geo.clamped_geometric_logmatrix([0.5], 0, 2, 1.0)
     with pytest.raises(ValueError, match="eps"):
         geo.clamped_geometric_logmatrix([0], 0, 2, 0.0)
+
+
+@pytest.mark.parametrize("moments", [0, 1, 2])
+@pytest.mark.parametrize("n, chunk", [(0, 1), (1, 1), (9, 1), (40, 7), (40, 41), (40, 400), (3000, 256)])
+def test_kernel_sums_by_chunk_are_the_same_bits_as_the_one_array_sums(moments, n, chunk):
+    """Chunk by chunk (states carried forward, right states kept from a backward pass) gives the same bits."""
+    rng = np.random.default_rng(n + 7 * chunk + moments)
+    for eps in (0.01, 1.0, 9.0):
+        w = rng.random(n + 1) ** 4
+        whole = geo.geometric_kernel_sums(w, eps, moments)
+        asked: list[tuple[int, int]] = []
+
+        def weights(lo: int, hi: int) -> np.ndarray:
+            asked.append((lo, hi))
+            return w[lo:hi]
+
+        pieces = list(geo.geometric_kernel_sums_by_chunk(weights, n, eps, moments, chunk))
+        assert [lo for lo, _, _ in pieces] == list(range(0, n + 1, chunk))
+        for r in range(moments + 1):
+            joined = np.concatenate([s[r] for _, _, s in pieces])
+            assert joined.tobytes() == whole[r].tobytes(), (eps, r)
+        assert max(hi - lo for lo, hi in asked) <= chunk  # never more than one chunk of w at a time
+
+
+def test_kernel_sums_by_chunk_notice_a_changed_recursion():
+    """The bit comparison can fail: the first chunk without the state brought from its right differs."""
+    w = np.random.default_rng(0).random(50)
+    whole = geo.geometric_kernel_sums(w, 0.1, 0)[0]
+    (_, _, (first,)), *_ = geo.geometric_kernel_sums_by_chunk(lambda lo, hi: w[lo:hi], 49, 0.1, 0, 10)
+    alone = geo.geometric_kernel_sums(w[:10], 0.1, 0)[0]
+    assert first.tobytes() == whole[:10].tobytes()
+    assert alone.tobytes() != whole[:10].tobytes()
+
+
+def test_kernel_sums_by_chunk_refuse_a_bad_chunk():
+    with pytest.raises(ValueError, match="chunk"):
+        list(geo.geometric_kernel_sums_by_chunk(lambda lo, hi: np.ones(hi - lo), 5, 1.0, 0, 0))

@@ -666,3 +666,18 @@ def test_the_same_mistake_gets_the_same_error_in_every_entry_point():
         for eps in (Fraction(1, 2), Decimal("0.5")):
             for prior in ((1, 1), [1, 1]):
                 assert call(eps, prior) is not None, name
+
+
+@pytest.mark.parametrize("prior", [(2.0, 3.0), (2000.0, 2000.0)])
+def test_the_proportion_release_is_the_posterior_mean_of_the_count_on_either_path(prior):
+    """The chunked path (a prior whose weights do not underflow) and the log-space one (Beta(2000, 2000),
+    which hands the sums back) give ``E[c | z] / n`` and the exact risks of ``candidate_moments``."""
+    from dpbayes.choosing import candidates as ec
+
+    n, eps = 20_000, 0.7
+    mech = release.OptimalProportionRelease(n, eps, prior=prior)
+    shift = ec._geometric_count_posterior_mean(ec.CountPrior.beta(*prior).log_weights(n), eps)
+    assert mech.estimates.tobytes() == ((np.arange(n + 1) + shift) / n).tobytes()
+    bias, msd = ec.candidate_moments("geometric-bayes", n, eps, prior, "proportion")
+    assert mech.bayes_risk == pytest.approx(ec.bayes_risk(bias, msd, prior, "proportion"), rel=1e-12)
+    assert mech.risks()[1] == pytest.approx(float(np.max(msd)), rel=1e-12)

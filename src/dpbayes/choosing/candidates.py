@@ -51,7 +51,7 @@ from scipy import special
 from dpbayes.core._extras import lazy_module
 
 from dpbayes.core.extremes import refine_scanned_extreme
-from dpbayes.core.geometric import geometric_kernel_sums, geometric_row_factors
+from dpbayes.core.geometric import KERNEL_CHUNK, geometric_kernel_sums, geometric_kernel_sums_by_chunk, geometric_row_factors
 from dpbayes.ubapp.optimal import _log_space_mean_offset, betabinom_logpmf
 from dpbayes.core.validation import check_choice, check_in_range, check_int, check_positive, check_privacy_parameter
 
@@ -216,19 +216,32 @@ def _clamped_integer_noise_moments(eps: float, log_beta: float, n: int) -> tuple
     geometric law has ``beta = 1/(1 + a)``, Laplace noise rounded to the nearest integer has
     ``beta = e^(eps/2)/2``. With rooms ``c`` below and ``n - c`` above, ``E[clip(N)^2] = beta (F(c) +
     F(n - c))`` with ``F(t) = sum_(k=1..t) (2k - 1) a^k`` (positive terms, cumulative sum) and
-    ``E[clip(N)] = beta sum_(k = min + 1 .. max) a^k`` signed towards the farther bound.
+    ``E[clip(N)] = beta sum_(k = min + 1 .. max) a^k`` signed towards the farther bound. The terms of
+    ``F`` are exactly 0 beyond ``k = 746 / eps`` (``exp`` underflows), so the table stops there and a
+    room beyond it reads its last entry: the same bits as the whole cumulative sum, in ``O(min(n, 1/eps))``.
     """
     log_a = -eps
-    k = np.arange(1, n + 1, dtype=float)
-    with np.errstate(under="ignore"):
-        F = np.concatenate(([0.0], np.cumsum((2.0 * k - 1.0) * np.exp(log_beta + log_a * k))))
+    F = _clamped_noise_table(eps, log_beta, n)
     c = np.arange(n + 1)
-    second = F[c] + F[n - c]
+    second = F[np.minimum(c, F.size - 1)] + F[np.minimum(n - c, F.size - 1)]
     lo, hi = np.minimum(c, n - c).astype(float), np.maximum(c, n - c).astype(float)
     with np.errstate(under="ignore"):
         span = np.exp(log_beta + log_a * (lo + 1.0)) * -np.expm1(log_a * (hi - lo)) / -np.expm1(log_a)
     first = np.where(c < n - c, span, -span)
     return first, second
+
+
+def _clamped_noise_table(eps: float, log_beta: float, n: int) -> FloatArray:
+    """``F(t)`` of :func:`_clamped_integer_noise_moments` for ``t = 0..min(n, ceil(746 / eps) + 1)``."""
+    t_max = min(n, int(np.ceil(746.0 / eps)) + 1)
+    k = np.arange(1, t_max + 1, dtype=float)
+    with np.errstate(under="ignore"):
+        return np.concatenate(([0.0], np.cumsum((2.0 * k - 1.0) * np.exp(log_beta + -eps * k))))
+
+
+def _geometric_log_beta(eps: float) -> float:
+    """``log P(G >= 1)`` of the two-sided geometric law, ``-log(1 + e^-eps)`` (:func:`_clamped_integer_noise_moments`)."""
+    return -float(np.log1p(np.exp(-eps)))
 
 
 def _scale_to_proportion(n: int, bias_count: FloatArray, msd_count: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -256,7 +269,7 @@ def _laplace_rounded(pb: _Problem) -> tuple[FloatArray, FloatArray]:
 
 def _geometric_raw(pb: _Problem) -> tuple[FloatArray, FloatArray]:
     """``clip(c + G, 0, n) / n``: OpenDP's bounded geometric count, divided by ``n``."""
-    first, second = _clamped_integer_noise_moments(pb.eps, -float(np.log1p(np.exp(-pb.eps))), pb.n)
+    first, second = _clamped_integer_noise_moments(pb.eps, _geometric_log_beta(pb.eps), pb.n)
     return _scale_to_proportion(pb.n, first, second)
 
 
@@ -363,6 +376,104 @@ def _remap_error_moments(d: FloatArray, eps: float) -> tuple[FloatArray, FloatAr
     bias = d0 + s1 / n
     msd = dd + 2.0 * d1 / n + s2 / float(n) ** 2
     return bias, np.maximum(msd, 0.0)
+
+
+def geometric_bayes_proportion_summary(
+    n: int, eps: float, prior: tuple[float, float], chunk: int = KERNEL_CHUNK
+) -> tuple[FloatArray, float, float]:
+    """The count's posterior mean after truncated geometric noise, and its exact risks, in ``O(n)`` memory once.
+
+    The same numbers as ``_geometric_count_posterior_mean`` (the estimate ``(z + shift[z]) / n`` of
+    ``release_proportion``) and ``candidate_moments("geometric-bayes", ...)`` with
+    :func:`bayes_risk` and the largest mean squared deviation, estimand ``"proportion"``: every kernel sum
+    is :func:`dpbayes.core.geometric.geometric_kernel_sums_by_chunk` (the same bits as the one-array sums;
+    tested), so only the prior's weights and ``shift`` exist as arrays of length ``n + 1``. The two
+    reductions (prior average, maximum) are taken chunk by chunk (the average may differ from the
+    one-array dot product in the last bits).
+
+    Parameters
+    ----------
+    n : int
+        Number of records, ``1 <= n <= MAX_N``.
+    eps : float
+        Privacy parameter in ``[1e-9, 20]``.
+    prior : (a, b)
+        Beta prior on the population parameter (the count is Beta-binomial a priori).
+    chunk : int
+        Chunk length of the kernel sums.
+
+    Returns
+    -------
+    shift : ndarray, shape (n + 1,)
+        ``E[c | z] - z`` for every noisy count ``z``.
+    bayes_risk : float
+        Prior-averaged mean squared error about ``c / n`` (the proportion).
+    worst_risk : float
+        Largest mean squared error about ``c / n`` over the counts.
+
+    Raises
+    ------
+    FloatingPointError
+        Where the kernel sum of the prior underflows (a prior far from some counts), which the
+        one-array path answers in log space; the caller falls back to it.
+    """
+    pb = _problem(n, eps, prior, "proportion")
+    n, eps = pb.n, pb.eps
+    a_, b_ = pb.prior.a, pb.prior.b
+    w = np.empty(n + 1)
+    for lo in range(0, n + 1, chunk):  # elementwise: the same bits as one call on 0..n
+        hi = min(lo + chunk, n + 1)
+        w[lo:hi] = betabinom_logpmf(np.arange(lo, hi, dtype=float), n, a_, b_)
+    np.subtract(w, float(np.max(w)), out=w)
+    with np.errstate(under="ignore"):
+        np.exp(w, out=w)
+    shift = np.empty(n + 1)
+    for lo, hi, (s0, s1) in geometric_kernel_sums_by_chunk(lambda lo, hi: w[lo:hi], n, eps, 1, chunk):
+        if not np.all(s0 > 1e-280):
+            raise FloatingPointError("the prior's kernel sum underflows: use the log-space path")
+        shift[lo:hi] = s1 / s0
+    k_end, k_interior = geometric_row_factors(2, eps)[:2]
+    full_chunk = np.full(chunk, k_interior)
+
+    def row_factors(lo: int, hi: int) -> FloatArray:
+        if lo > 0 and hi < n + 1:
+            return full_chunk[: hi - lo]
+        k = np.full(hi - lo, k_interior)
+        if lo == 0:
+            k[0] = k_end
+        if hi == n + 1:
+            k[-1] = k_end
+        return k
+
+    last_offset: dict[tuple[int, int], FloatArray] = {}
+
+    def offset(lo: int, hi: int) -> FloatArray:
+        # _remap_target_offset for the proportion; both sums below ask for the same chunk in turn
+        if (lo, hi) not in last_offset:
+            last_offset.clear()
+            last_offset[lo, hi] = shift[lo:hi] / n
+        return last_offset[lo, hi]
+
+    table = _clamped_noise_table(eps, _geometric_log_beta(eps), n)
+    last = table.size - 1
+    far = table[last] + table[last]  # E[(z - c)^2 | c] where neither bound is within reach of the noise
+    lin = geometric_kernel_sums_by_chunk(lambda lo, hi: row_factors(lo, hi) * offset(lo, hi), n, eps, 1, chunk)
+    sq = geometric_kernel_sums_by_chunk(lambda lo, hi: row_factors(lo, hi) * (offset(lo, hi) * offset(lo, hi)), n, eps, 0, chunk)
+    weighted, worst = 0.0, 0.0
+    for (lo, hi, d), (_, _, dd) in zip(lin, sq):
+        k = row_factors(lo, hi)
+        # _remap_error_moments on this chunk, with the closed-form moments of the clamped noise in place of
+        # its kernel sums (the same numbers to a few ulps; tested)
+        if lo >= last and n - (hi - 1) >= last:
+            s2: FloatArray | float = far
+        else:
+            c = np.arange(lo, hi)
+            s2 = table[np.minimum(c, last)] + table[np.minimum(n - c, last)]
+        msd = np.maximum(dd[0] / k + 2.0 * (d[1] / k) / n + s2 / float(n) ** 2, 0.0)
+        weighted += float(w[lo:hi] @ msd)
+        worst = max(worst, float(np.max(msd)))
+    total = float(np.sum(w))
+    return shift, weighted / total, worst
 
 
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)

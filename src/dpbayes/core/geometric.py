@@ -25,6 +25,8 @@ draws its noise with OpenDP (:mod:`dpbayes.release.statistic`), whose sampler ha
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -39,6 +41,7 @@ __all__ = [
     "clamped_geometric_logmatrix",
     "geometric_row_factors",
     "geometric_kernel_sums",
+    "geometric_kernel_sums_by_chunk",
     "sample_two_sided_geometric",
     "sample_truncated_geometric",
 ]
@@ -302,6 +305,97 @@ def geometric_kernel_sums(w: ArrayLike, eps: float, moments: int = 0, axis: int 
     if moments >= 2:
         sums.append(f * (left[2] + right[2]))
     return tuple(np.moveaxis(s, -1, axis) for s in sums)
+
+
+KERNEL_CHUNK = 1 << 18
+"""Chunk length of :func:`geometric_kernel_sums_by_chunk` (2 MB per array: a few such arrays fit in the CPU's cache)."""
+
+
+def geometric_kernel_sums_by_chunk(
+    weights: Callable[[int, int], NDArray[np.float64]], n: int, eps: float, moments: int = 0, chunk: int = KERNEL_CHUNK
+) -> Iterator[tuple[int, int, tuple[NDArray[np.float64], ...]]]:
+    """:func:`geometric_kernel_sums` of a 1-D ``w``, chunk by chunk, in ``O(chunk)`` memory.
+
+    The same first-order recursions, run through ``w[lo:hi]`` one chunk at a time: the left sums carry
+    their filter state forward; the right sums need everything to the right of a chunk, so a first
+    backward pass keeps only the state entering each chunk (``moments + 1`` numbers per chunk), and the
+    second pass restarts the right recursion of each chunk from it. The arithmetic is that of the
+    one-array function, operation for operation (``scipy.signal.lfilter`` continued with ``zi``), so
+    the sums are the same bits (tested); the right recursion runs twice, 1.5 x the work.
+
+    Parameters
+    ----------
+    weights : callable
+        ``weights(lo, hi)`` returns ``w[lo:hi]`` (non-negative, float64): computed on demand, so that
+        ``w`` itself need not exist as one array. Called twice per chunk, with the same bounds.
+    n : int
+        ``len(w) - 1``, ``>= 0``.
+    eps : float
+        Privacy parameter of the kernel, ``> 0``.
+    moments : {0, 1, 2}
+        Highest centred moment ``r`` returned.
+    chunk : int
+        Chunk length, ``>= 1``.
+
+    Yields
+    ------
+    lo, hi, sums
+        Bounds of the chunk (increasing) and ``(S_0[lo:hi], ..., S_moments[lo:hi])``.
+    """
+    from scipy.signal import lfilter
+
+    n = check_int("n", n, minimum=0)
+    eps = check_positive("eps", eps)
+    moments = check_int("moments", moments, minimum=0, maximum=2)
+    chunk = check_int("chunk", chunk, minimum=1)
+    a = float(np.exp(-eps))
+    den = [1.0, -a]
+    bounds = [(lo, min(lo + chunk, n + 1)) for lo in range(0, n + 1, chunk)]
+
+    def one_sided(v: NDArray[np.float64], state: list[NDArray[np.float64]]) -> list[NDArray[np.float64]]:
+        # the filters of geometric_kernel_sums.one_sided, continuing from (and updating) ``state``
+        out0, state[0] = lfilter([1.0], den, v, zi=state[0])
+        out = [out0]
+        if moments >= 1:
+            out1, state[1] = lfilter([0.0, a], den, out0, zi=state[1])
+            out.append(out1)
+        if moments >= 2:
+            out2, state[2] = lfilter([0.0, a], den, 2.0 * out[1] + out0, zi=state[2])
+            out.append(out2)
+        return out
+
+    def fresh() -> list[NDArray[np.float64]]:
+        return [np.zeros(1) for _ in range(moments + 1)]
+
+    entering: list[list[NDArray[np.float64]]] = [fresh() for _ in bounds]
+    state = fresh()
+    for k in range(len(bounds) - 1, 0, -1):  # backward: only the states are kept
+        lo, hi = bounds[k]
+        one_sided(np.asarray(weights(lo, hi), dtype=float)[::-1], state)
+        entering[k - 1] = [s.copy() for s in state]
+    log_interior, log_end = geometric_log_normalisers(eps)
+    interior, end = float(np.exp(log_interior)), float(np.exp(log_end))
+    left_state = fresh()
+    inside = np.full(min(chunk, n + 1), interior)
+    for k, (lo, hi) in enumerate(bounds):
+        w = np.asarray(weights(lo, hi), dtype=float)
+        left = one_sided(w, left_state)
+        right = [r[::-1] for r in one_sided(w[::-1], entering[k])]
+        f = inside[: hi - lo]
+        if lo == 0 or hi == n + 1:  # the clamped ends (geometric_row_factors)
+            f = f.copy()
+            if lo == 0:
+                f[0] = end
+            if hi == n + 1:
+                f[-1] = end
+            if n == 0:
+                f[0] = 1.0
+        sums = [f * (left[0] + right[0] - w)]
+        if moments >= 1:
+            sums.append(f * (right[1] - left[1]))
+        if moments >= 2:
+            sums.append(f * (left[2] + right[2]))
+        yield lo, hi, tuple(sums)
 
 
 def sample_two_sided_geometric(eps: float, rng: np.random.Generator, size: int | tuple[int, ...]) -> NDArray[np.int64]:

@@ -69,7 +69,7 @@ from dpbayes.counting import model as counting, metrics as counting_metrics
 from dpbayes.choosing import candidates as estimator_choice, minimax_bound
 from dpbayes.ubapp import median_remap
 from dpbayes.core._extras import lazy_module, require
-from dpbayes.core.geometric import clamped_geometric_logmatrix, truncated_geometric_logmatrix
+from dpbayes.core.geometric import KERNEL_CHUNK, clamped_geometric_logmatrix, truncated_geometric_logmatrix
 from dpbayes.core.neighbours import ADD_REMOVE, REPLACE_ONE, check_neighbours
 from dpbayes.core.losses import LOSSES
 from dpbayes.ubapp.optimal import (
@@ -485,17 +485,24 @@ class OptimalProportionRelease:
             self.estimates = theta[sol.info["remap"]]
             self.bayes_risk = float(sol.risk)
         # built last: a bad argument above fails before OpenDP is touched
-        self.half_width = estimator_choice.prior_free_interval(self.n, self.epsilon, self.level)[0]
+        self.half_width = estimator_choice.prior_free_half_width(self.epsilon, self.level)
         self._measurement = opendp_measurement("geometric", self.epsilon, self.n)
         self.epsilon_spent = float(self._measurement.map(1))
 
     def _init_beta(self, a: float, b: float) -> None:
         if self.estimand == "proportion":
-            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.epsilon, (a, b), "proportion")
-            shift = estimator_choice._geometric_count_posterior_mean(betabinom_logpmf(np.arange(self.n + 1.0), self.n, a, b), self.epsilon)
-            self.estimates = (np.arange(self.n + 1) + shift) / self.n
-            self.bayes_risk = estimator_choice.bayes_risk(bias, msd, (a, b), "proportion")
-            self._risks = (self.bayes_risk, float(np.max(msd)))
+            try:
+                # chunk by chunk: only the prior's weights and the estimates are arrays of n + 1 numbers
+                shift, self.bayes_risk, worst = estimator_choice.geometric_bayes_proportion_summary(self.n, self.epsilon, (a, b))
+            except FloatingPointError:  # a prior far from some counts: the one-array path, in log space there
+                bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.epsilon, (a, b), "proportion")
+                shift = estimator_choice._geometric_count_posterior_mean(betabinom_logpmf(np.arange(self.n + 1.0), self.n, a, b), self.epsilon)
+                self.bayes_risk, worst = estimator_choice.bayes_risk(bias, msd, (a, b), "proportion"), float(np.max(msd))
+            for lo in range(0, self.n + 1, KERNEL_CHUNK):  # (z + shift) / n in place, without a second array
+                hi = min(lo + KERNEL_CHUNK, self.n + 1)
+                shift[lo:hi] = (np.arange(lo, hi) + shift[lo:hi]) / self.n
+            self.estimates = shift
+            self._risks = (self.bayes_risk, worst)
             return
         if self.loss == "squared":
             self.estimates, self.bayes_risk, _ = beta_posterior_mean_remap(self.n, self.epsilon, a, b)
