@@ -222,8 +222,11 @@ def _latent_fields(res):
     return {k: v for k, v in vars(res).items()}
 
 
+@pytest.mark.parametrize("seed", [11, 12, 13])
 @pytest.mark.parametrize("design", [dict(fixed_interval=INTERVAL), dict(ab=(-1.5, 1.5)), dict(ab=(-1.0, 2.0), init="author")])
-def test_latent_compiled_and_numpy_paths_give_the_same_bits(small_problem, design):
+def test_latent_compiled_and_numpy_paths_give_the_same_bits(small_problem, design, seed):
+    """The compiled step (resampling copy, both moves and the Gibbs sums in one kernel, double-buffered)
+    against the NumPy path: every array of the result bit for bit (int64 views), every number equal."""
     from dpbayes.smc import _kernels as _smc_kernels
 
     if not _smc_kernels.HAVE_NUMBA:
@@ -234,48 +237,159 @@ def test_latent_compiled_and_numpy_paths_give_the_same_bits(small_problem, desig
     try:
         for flag in (True, False):
             _smc_kernels.use_compiled(flag)
-            out[flag] = _latent_fields(smc.smc_latent(x, EPS, np.random.default_rng(11), n_particles=64, **design))
+            out[flag] = _latent_fields(smc.smc_latent(x, EPS, np.random.default_rng(seed), n_particles=64, **design))
     finally:
         _smc_kernels.use_compiled(previous)
     assert out[True].keys() == out[False].keys()
     for key, value in out[False].items():
         other = out[True][key]
         if isinstance(value, np.ndarray):
-            assert np.array_equal(value, other, equal_nan=True), key
+            assert value.dtype == other.dtype and value.shape == other.shape, key
+            assert np.array_equal(value.view(np.int64), other.view(np.int64)), key
         else:
             assert value == other, key
     # the comparison can fail: the run is random and moved (not a copy of the initial particles)
     assert out[False]["acceptance"] > 0 and np.unique(out[False]["final_mu"]).size > 1
 
 
-def test_latent_sweep_kernel_matches_numpy_reference_directly():
+@pytest.mark.parametrize("subset", [None, [0, 3, 4, 11, 24]])
+def test_latent_step_kernel_matches_numpy_reference_directly(subset):
+    """One step of the kernel (the parents' rows read from one buffer, moved rows written to the other,
+    row sums) against the NumPy path's resampling copy, sweep and ``sum(axis=1)``, bit for bit."""
     from dpbayes.smc import _kernels as _smc_kernels
 
     rng = np.random.default_rng(21)
-    N, t = 40, 25
+    N, n, t = 40, 31, 25
     mu = 50.0 + rng.standard_normal(N)
     sigma2 = 10.0 * rng.random(N) + 1.0
-    lo, hi = np.full(t, 45.0), np.full(t, 55.0)
-    yy = 50.0 + 10.0 * rng.standard_normal(t)
-    sl = np.full(t, 0.5)
-    cur = 50.0 + 3.0 * rng.standard_normal((N, t))
-    cur_lap = -sl * np.abs(yy - np.clip(cur, lo, hi))
-    ref_cur, ref_lap = cur.copy(), cur_lap.copy()
+    lower, upper = np.full(n, 45.0), np.full(n, 55.0)
+    y = 50.0 + 10.0 * rng.standard_normal(n)
+    slope = np.full(n, 0.5)
+    latent = 50.0 + 3.0 * rng.standard_normal((N, n))
+    loglap = -slope * np.abs(y - np.clip(latent, lower, upper))
+    parent = np.sort(rng.integers(N, size=N)).astype(np.int64)
+    cols = np.arange(t) if subset is None else np.asarray(subset)
+    lo, hi, yy, sl = lower[cols], upper[cols], y[cols], slope[cols]
+    # the NumPy path: copy, gather, sweep, write back, sum
+    ref, ref_lap = latent.copy(), loglap.copy()
+    ref[:, :t], ref_lap[:, :t] = ref[parent, :t], ref_lap[parent, :t]
+    cur, cur_lap = ref[:, cols], ref_lap[:, cols]
     acc_ref = smc._latent_mh_sweep_numpy(
-        ref_cur, ref_lap, mu[:, None], np.sqrt(sigma2)[:, None], sigma2, lo, hi, yy, sl, 3.0, np.random.default_rng(9)
+        cur, cur_lap, mu[:, None], np.sqrt(sigma2)[:, None], sigma2, lo, hi, yy, sl, 3.0, np.random.default_rng(9)
     )
+    ref[:, cols], ref_lap[:, cols] = cur, cur_lap
+    ref_sum = ref[:, :t].sum(axis=1)
+    m = cols.size
     draw = np.random.default_rng(9)
-    z1, lu1 = draw.standard_normal((N, t)), np.log(draw.random((N, t)))
-    z2, lu2 = draw.standard_normal((N, t)), np.log(draw.random((N, t)))
-    kernels = [_smc_kernels._latent_mh_sweep_py]
+    z1, lu1 = draw.standard_normal((N, m)), np.log(draw.random((N, m)))
+    z2, lu2 = draw.standard_normal((N, m)), np.log(draw.random((N, m)))
+    kernels = [_smc_kernels._latent_step_py]
     if _smc_kernels.HAVE_NUMBA:
-        kernels.append(_smc_kernels.latent_mh_sweep)
+        kernels.append(_smc_kernels.latent_step)
     for kernel in kernels:
-        c, lap = cur.copy(), cur_lap.copy()
-        acc = kernel(c, lap, z1, lu1, z2, lu2, mu, np.sqrt(sigma2), sigma2, lo, hi, yy, sl, 3.0)
+        src, src_lap = latent.copy(), loglap.copy()
+        dst, dst_lap = np.full((N, n), np.nan), np.full((N, n), np.nan)
+        row_sum = np.full(N, np.nan)
+        acc = kernel(src, src_lap, dst, dst_lap, parent, t, cols.astype(np.int64), z1, lu1, z2, lu2, mu, np.sqrt(sigma2),
+                     sigma2, lo, hi, yy, sl, 3.0, row_sum)
         assert acc == acc_ref
-        assert np.array_equal(c, ref_cur) and np.array_equal(lap, ref_lap)
-    assert 0 < acc_ref < 2 * N * t and not np.array_equal(ref_cur, cur)
+        assert np.array_equal(dst[:, :t].view(np.int64), ref[:, :t].view(np.int64))
+        assert np.array_equal(dst_lap[:, :t].view(np.int64), ref_lap[:, :t].view(np.int64))
+        assert np.array_equal(row_sum.view(np.int64), ref_sum.view(np.int64))
+        assert np.isnan(dst[:, t:]).all()  # only the first t columns are written
+        assert np.array_equal(src, latent) and np.array_equal(src_lap, loglap)  # the source buffer is read only
+    # the comparison can fail: rows were resampled and moved, not copied
+    assert 0 < acc_ref < 2 * N * m and not np.array_equal(ref[:, :t], latent[parent, :t])
+
+
+# NumPy's float64 summation (numpy/_core/src/umath/loops_utils.h.src) written out independently, with the
+# knobs a wrong replica would get wrong: the unroll, the block size and rounding the split to the unroll.
+def _pairwise_variant(a, unroll=8, block=128, round_split=True):
+    n = a.size
+    if n < unroll:
+        res = -0.0
+        for v in a:
+            res += v
+        return res
+    if n <= block:
+        r = list(a[:unroll])
+        end = n - n % unroll
+        for i in range(unroll, end, unroll):
+            for j in range(unroll):
+                r[j] += a[i + j]
+        while len(r) > 1:  # ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+            r = [r[i] + r[i + 1] for i in range(0, len(r), 2)]
+        res = r[0]
+        for v in a[end:]:
+            res += v
+        return res
+    half = n // 2
+    if round_split:
+        half -= half % unroll
+    return _pairwise_variant(a[:half], unroll, block, round_split) + _pairwise_variant(a[half:], unroll, block, round_split)
+
+
+AWKWARD_LENGTHS = [0, 1, 7, 8, 9, 127, 128, 129, 1000, 4097]
+
+
+def _awkward_arrays():
+    rng = np.random.default_rng(17)
+    for n in AWKWARD_LENGTHS:
+        # magnitudes over many orders, both signs: the order of the additions shows in the last bits
+        base = rng.standard_normal(3 * n + 5) * np.exp(rng.normal(0.0, 4.0, 3 * n + 5))
+        yield n, base[:n]  # contiguous
+        yield n, base[: 3 * n : 3]  # strided
+        yield n, base[n - 1 :: -1] if n else base[:0]  # reversed (negative stride)
+        yield n, base[: 3 * n].reshape(n, 3)[:, 1] if n else base[:0]  # a column of a 2-D array
+    yield 1, np.array([-0.0])  # NumPy's sum of -0.0 alone is +0.0 (initial value 0.0)
+    yield 9, np.full(9, -0.0)
+
+
+def _same_bits(a, b):
+    return np.array([a], dtype=float).view(np.int64)[0] == np.array([b], dtype=float).view(np.int64)[0]
+
+
+def test_pairwise_sum_is_numpys_sum_bit_for_bit():
+    from dpbayes.smc import _kernels as _smc_kernels
+
+    sums = [_smc_kernels._pairwise_sum_py]
+    if _smc_kernels.HAVE_NUMBA:
+        sums.append(_smc_kernels.pairwise_sum)
+    cases = list(_awkward_arrays())
+    assert {n for n, _ in cases} >= set(AWKWARD_LENGTHS)
+    assert any(not a.flags.c_contiguous for _, a in cases) and any(a.strides[0] < 0 for _, a in cases)
+    for n, a in cases:
+        ref = np.sum(a)
+        assert _same_bits(0.0 + _pairwise_variant(a), ref), n  # the written-out replica
+        for f in sums:
+            assert _same_bits(f(a), ref), (f, n, a.strides)
+    # the comparison can fail: each deliberately different order gives other bits on some input
+    long_cases = [a for n, a in cases if n >= 129]
+    sequential = [a for n, a in cases if n >= 9]
+    assert any(not _same_bits(0.0 + sum(a.tolist()), np.sum(a)) for a in sequential)  # left to right
+    for knobs in (dict(unroll=4), dict(block=64), dict(round_split=False)):
+        assert any(not _same_bits(0.0 + _pairwise_variant(a, **knobs), np.sum(a)) for a in long_cases), knobs
+
+
+@pytest.mark.parametrize("t", AWKWARD_LENGTHS)
+def test_gibbs_row_sums_are_numpys_bit_for_bit(t):
+    """The compiled Gibbs sums of the latent step against the NumPy path's expressions, on rows of a wider
+    array (the sampler's ``latent[:, :t]``): ``sum(axis=1)`` and ``((x - mu) ** 2).sum(axis=1)``."""
+    from dpbayes.smc import _kernels as _smc_kernels
+
+    rng = np.random.default_rng(t)
+    N, n = 6, t + 3
+    x = 50.0 + rng.standard_normal((N, n)) * np.exp(rng.normal(0.0, 3.0, (N, n)))
+    mu = 50.0 + rng.standard_normal(N)
+    ref_ss = ((x[:, :t] - mu[:, None]) ** 2).sum(axis=1)
+    ref_sum = x[:, :t].sum(axis=1)
+    py = np.empty(N)
+    _smc_kernels._row_sq_dev_sums_py(x, t, mu, py)
+    assert np.array_equal(py.view(np.int64), ref_ss.view(np.int64))
+    assert all(_same_bits(_smc_kernels._pairwise_sum_py(x[i, :t]), ref_sum[i]) for i in range(N))
+    if _smc_kernels.HAVE_NUMBA:
+        assert np.array_equal(_smc_kernels.row_sq_dev_sums(x, t, mu).view(np.int64), ref_ss.view(np.int64))
+        assert all(_same_bits(_smc_kernels.pairwise_sum(x[i, :t]), ref_sum[i]) for i in range(N))
 
 
 def test_latent_posterior_on_either_path_matches_quadrature(small_problem, sweep_path):
@@ -370,13 +484,13 @@ def _count_swept(monkeypatch, compiled):
 
     seen = []
     if compiled:
-        kernel = _smc_kernels.latent_mh_sweep
+        kernel = _smc_kernels.latent_step
 
-        def spy(cur, *args):
-            seen.append(cur.shape)
-            return kernel(cur, *args)
+        def spy(*args):
+            seen.append(args[7].shape)  # z_rw: one normal draw per (particle, moved value)
+            return kernel(*args)
 
-        monkeypatch.setattr(_smc_kernels, "latent_mh_sweep", spy)
+        monkeypatch.setattr(_smc_kernels, "latent_step", spy)
     else:
         ref = smc._latent_mh_sweep_numpy
 

@@ -279,8 +279,9 @@ def _latent_mh_sweep_numpy(
     """NumPy reference of :func:`smc_latent`'s two MH moves on every latent ``x``, in place.
 
     Draws ``standard_normal((N, t))``, ``random((N, t))``, ``standard_normal((N, t))`` and
-    ``random((N, t))`` from ``rng`` in that order; :func:`dpbayes.smc._kernels.latent_mh_sweep`
-    is the compiled version fed with the same draws. ``mc`` and ``sd`` have shape ``(N, 1)``.
+    ``random((N, t))`` from ``rng`` in that order; :func:`dpbayes.smc._kernels.latent_step` is
+    the compiled version (fused with the resampling copy and the row sums) fed with the same draws.
+    ``mc`` and ``sd`` have shape ``(N, 1)``.
 
     Returns
     -------
@@ -334,6 +335,11 @@ def smc_latent(
     independence proposal from ``N(mu, sigma^2)``) and Gibbs draws ``mu | x, sigma^2`` and
     ``sigma^2 | x, mu``; propagate ``x_t ~ N(mu, sigma^2)``; weight by
     ``Laplace(y_t - clamp(x_t); (r_t - l_t)/eps)`` (Algorithm 2).
+
+    With numba (:mod:`dpbayes.smc._kernels`) one compiled kernel per step does the resampling copy
+    of the latent ``x`` (double-buffered: two more ``N x n`` arrays), the sweep and the row sums of
+    the Gibbs draws; its results are bit for bit those of the NumPy path (the same ``rng`` calls in
+    the same order; compared with ``np.array_equal`` in ``tests/smc/test_samplers.py``).
 
     Parameters
     ----------
@@ -417,14 +423,18 @@ def smc_latent(
     proposed = 0
     n_sweeps = 0
     compiled = _smc_kernels.compiled_enabled()
-    # the sweep's random draws (two normal and two uniform N x t arrays), reused across steps
+    # compiled path: the sweep's random draws (two normal and two uniform N x t arrays), reused across
+    # steps, and a second pair of latent buffers: the kernel reads the parents' rows from one pair and
+    # writes the moved rows to the other (the resampling copy fused into the sweep), then they swap
     draws = np.empty((4, N * max(n - 1, 1))) if compiled else np.empty((4, 0))
+    spare, spare_lap = (np.empty((N, n)), np.empty((N, n))) if compiled else (latent, loglap)
+    row_sum = np.empty(N)
 
     for t in range(n):
         # Resampling (Algorithm 2), systematic as in the author's code.
         idx = systematic_resample(weights, rng)
         mu, sigma2 = mu[idx], sigma2[idx]
-        if t > 0:
+        if t > 0 and not compiled:  # the compiled step copies the parents' rows itself (below)
             latent[:, :t] = latent[idx, :t]
             loglap[:, :t] = loglap[idx, :t]
 
@@ -447,38 +457,46 @@ def smc_latent(
 
         # Rejuvenation (Algorithm 4) targeting the posterior given y_{1:t-1}.
         if t > 0:
-            sd = np.sqrt(sigma2)[:, None]
-            mc = mu[:, None]
             subset = None
             if rejuvenate is not None and t > rejuvenate:
                 # §3.1 (a): one sorted random subset of k of the t earlier x's for all particles
                 subset = np.sort(rng.choice(t, size=int(rejuvenate), replace=False))
             cols = slice(t) if subset is None else subset  # a slice gives views, swept in place
-            cur = latent[:, cols]
-            cur_lap = loglap[:, cols]
             lo, hi, yy, sl = lower[cols], upper[cols], y[cols], slope[cols]
-            m = cur.shape[1]
+            m = t if subset is None else subset.size
             if compiled:
-                # The same Generator calls in the same order as below; the kernel fuses both moves.
+                # The same Generator calls in the same order as the NumPy path; one kernel call copies
+                # the parents' rows, makes both moves and sums each row (NumPy's summation, same bits).
                 z_rw = rng.standard_normal(out=draws[0, : N * m].reshape(N, m))
                 logu_rw = np.log(rng.random(out=draws[1, : N * m].reshape(N, m)), out=draws[1, : N * m].reshape(N, m))
                 z_ind = rng.standard_normal(out=draws[2, : N * m].reshape(N, m))
                 logu_ind = np.log(rng.random(out=draws[3, : N * m].reshape(N, m)), out=draws[3, : N * m].reshape(N, m))
-                accepted += _smc_kernels.latent_mh_sweep(
-                    cur, cur_lap, z_rw, logu_rw, z_ind, logu_ind, mu, np.sqrt(sigma2), sigma2, lo, hi, yy, sl, float(rw_scale)
+                moved = np.arange(t, dtype=np.int64) if subset is None else subset.astype(np.int64, copy=False)
+                accepted += _smc_kernels.latent_step(
+                    latent, loglap, spare, spare_lap, idx, t, moved, z_rw, logu_rw, z_ind, logu_ind,
+                    mu, np.sqrt(sigma2), sigma2, lo, hi, yy, sl, float(rw_scale), row_sum,
                 )
+                latent, spare = spare, latent
+                loglap, spare_lap = spare_lap, loglap
+                sum_x = row_sum
             else:
+                cur = latent[:, cols]
+                cur_lap = loglap[:, cols]
+                sd, mc = np.sqrt(sigma2)[:, None], mu[:, None]
                 accepted += _latent_mh_sweep_numpy(cur, cur_lap, mc, sd, sigma2, lo, hi, yy, sl, rw_scale, rng)
+                if subset is not None:  # the gathered columns were swept in place: write them back
+                    latent[:, subset] = cur
+                    loglap[:, subset] = cur_lap
+                sum_x = latent[:, :t].sum(axis=1)  # the Gibbs draws use every x_{1:t}, swept or not
             proposed += 2 * N * m
-            if subset is not None:  # the gathered columns were swept in place: write them back
-                latent[:, subset] = cur
-                loglap[:, subset] = cur_lap
-            xt = latent[:, :t]  # the Gibbs draws use every x_{1:t}, swept or not
             # (iii) Gibbs: mu | x, sigma^2 (normal), then sigma^2 | x, mu (inverse gamma)
             prec = 1.0 / prior.mu_var + t / sigma2
-            mean = (prior.mu_mean / prior.mu_var + xt.sum(axis=1) / sigma2) / prec
+            mean = (prior.mu_mean / prior.mu_var + sum_x / sigma2) / prec
             mu = mean + rng.standard_normal(N) / np.sqrt(prec)
-            ss = ((xt - mu[:, None]) ** 2).sum(axis=1)
+            if compiled:  # the same bits as below, without the N x t temporary
+                ss = _smc_kernels.row_sq_dev_sums(latent, t, mu)
+            else:
+                ss = ((latent[:, :t] - mu[:, None]) ** 2).sum(axis=1)
             sigma2 = (prior.sigma2_scale + 0.5 * ss) / rng.gamma(prior.sigma2_shape + 0.5 * t, 1.0, N)
             n_sweeps += 1
 
