@@ -20,6 +20,7 @@ from browser_helpers import page_states
 
 UNCAPTIONED = "uncaptioned image"
 NARROW_FIGURE = "figure shown narrower than assumed"
+BODY_FONT = "body text size differs from the one the figure check assumes"
 
 _JS = """
 async () => {
@@ -27,6 +28,8 @@ async () => {
   await Promise.all(Array.from(document.images).map(img => img.complete ? null :
       new Promise(r => { img.addEventListener('load', r); img.addEventListener('error', r); })));
   const article = document.querySelector('article, main, [role=main]') || document.body;
+  const para = Array.from(article.querySelectorAll('p')).find(p => !p.closest('figure, .cell_output, .cell_input, table, aside, .admonition'));
+  const body = parseFloat(getComputedStyle(para || article).fontSize);
   const images = Array.from(article.querySelectorAll('.cell_output img, .output img, img.figure-output'))
     .map(img => {
       const fig = img.closest('figure');
@@ -35,7 +38,7 @@ async () => {
               number: cap ? (cap.querySelector('.caption-number') || {}).textContent || '' : '',
               caption: cap ? cap.textContent.trim() : ''};
     });
-  return {images};
+  return {images, body};
 }
 """
 
@@ -47,10 +50,11 @@ def notebook_pages(root: Path) -> list[str]:
 
 
 def figure_problems(root: Path, pages: list[str], width: int, column_px: float | None = None,
-                    screenshot_dir: Path | None = None) -> dict[str, list[str]]:
+                    screenshot_dir: Path | None = None, body_px: float | None = None) -> dict[str, list[str]]:
     """``{page: [problems]}`` for ``pages`` opened in a window ``width`` px wide.
 
-    ``column_px``: the column width the figure legibility check assumes (checked only if given).
+    ``column_px``: the column width the figure legibility check assumes (checked only if given);
+    ``body_px``: the body text size it measures figure text against (checked only if given).
     """
     problems: dict[str, list[str]] = {}
     for rel, tab, state in page_states(root, pages, width, _JS):
@@ -58,6 +62,8 @@ def figure_problems(root: Path, pages: list[str], width: int, column_px: float |
             problems[rel] = [state]
             continue
         found = []
+        if body_px is not None and abs(state["body"] - body_px) > 0.5:
+            found.append(f"{BODY_FONT}: {state['body']:g} px, assumed {body_px:g} px")
         for img in state["images"]:
             if not img["number"].strip() or len(img["caption"]) <= len(img["number"]) + 10:
                 found.append(f"{UNCAPTIONED}: {img['src']}")

@@ -381,27 +381,31 @@ def test_code_check_fails_on_a_broken_page(tmp_path: Path) -> None:
 
 # -- figures on notebook pages (issue 16, items 3-4) -------------------------------------------------
 from browser_figures import (  # noqa: E402
+    BODY_FONT,
     NARROW_FIGURE,
     UNCAPTIONED,
     figure_problems,
     notebook_pages,
 )
 
-from dpbayes.book.figures import BOOK_COLUMN_PX  # noqa: E402
+from dpbayes.book.figures import BODY_FONT_PX, BOOK_COLUMN_PX  # noqa: E402
 
 
 @needs_book
-def test_notebook_figures_have_captions(root: Path) -> None:
+@pytest.mark.parametrize("width", [1300, 800])
+def test_notebook_figures_have_captions(root: Path, width: int) -> None:
     """Every notebook figure captioned and numbered, shown as wide as the legibility check assumes
-    (``tests/test_figure_layout.py``), at 1300 px. (Code blocks: ``test_tables_and_code_readable_at_1300_and_800_px``.)"""
+    (``tests/test_figure_layout.py``), with body text of the size that check measures figure text against,
+    at 1300 and 800 px. (Code blocks: ``test_tables_and_code_readable_at_1300_and_800_px``.)"""
     pages = notebook_pages(root)
     assert len(pages) >= 10, pages
-    problems = figure_problems(root, pages, 1300, column_px=BOOK_COLUMN_PX)
+    problems = figure_problems(root, pages, width, column_px=BOOK_COLUMN_PX, body_px=BODY_FONT_PX)
     assert not any(problems.values()), "figures on notebook pages:\n" + report(problems)
 
 
 FIGURE_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title>
 <style>article {{ width: 600px; }} pre {{ overflow-x: auto; }}</style></head><body><article>
+<p>A notebook page's text.</p>
 <div class="cell docutils container"><div class="cell_input"><pre>x = 1</pre></div>
 <div class="cell_output"><figure><img src="data:image/png;base64,{png}" width="300">
 <figcaption><p><span class="caption-number">Fig. 1 </span>Reproduces Fig. 3 of the paper, K = 100, exact.</p></figcaption>
@@ -424,10 +428,11 @@ def _png(width: int = 200, height: int = 20) -> str:
 
 @needs_chromium
 def test_figure_checks_fail_on_a_broken_page(tmp_path: Path) -> None:
-    """An uncaptioned figure and a figure shown too narrow are each reported."""
+    """An uncaptioned figure, a figure shown too narrow and body text of another size are each reported."""
     png = _png()
     pages = {
         "fine.html": "",
+        "small-body.html": '<style>article > p { font-size: 12px; }</style>',
         "uncaptioned.html": f'<img src="data:image/png;base64,{png}" width="300">',
         "narrow.html": f'<figure><img src="data:image/png;base64,{png}" style="width: 10px">'
                        '<figcaption><span class="caption-number">Fig. 2 </span>A long enough caption text.</figcaption></figure>',
@@ -435,8 +440,9 @@ def test_figure_checks_fail_on_a_broken_page(tmp_path: Path) -> None:
     for name, extra in pages.items():
         (tmp_path / name).write_text(FIGURE_PAGE.format(png=png, extra=extra), encoding="utf-8")
     assert notebook_pages(tmp_path) == sorted(pages)
-    problems = figure_problems(tmp_path, sorted(pages), 1300, column_px=150)
+    problems = figure_problems(tmp_path, sorted(pages), 1300, column_px=150, body_px=16.0)
     assert problems["fine.html"] == [], problems
+    assert [p.split(":")[0] for p in problems["small-body.html"]] == [BODY_FONT], problems
     assert [p.split(":")[0] for p in problems["uncaptioned.html"]] == [UNCAPTIONED], problems
     assert [p.split(":")[0] for p in problems["narrow.html"]] == [NARROW_FIGURE], problems
 

@@ -98,7 +98,7 @@ MARKUP = re.compile(r"`|:(func|mod|class|meth|data|attr):|\*\*|^\s*\.\. ", re.M)
 
 def test_help_is_plain_text_with_one_example_per_subcommand():
     helps = _helps()
-    assert set(helps) == {"", "run", "params", "store-run", "verify-run"}
+    assert set(helps) == {"", "run", "params", "store-run", "verify-run", "redraw"}
     for name, text in helps.items():
         assert not MARKUP.search(text), f"--help of {name or 'python -m dpbayes'}: markup {MARKUP.search(text).group()!r}"
     for name in cli.EXAMPLES:

@@ -8,7 +8,7 @@ by line and checked:
 * ``python -m dpbayes run ...``: executed with ``--dry-run`` (every parameter and constraint is
   validated, nothing runs); it must succeed, or, when the next line is ``# error: MESSAGE``, exit
   with 2 and print exactly that message;
-* ``python -m dpbayes params|verify-run ...``: executed (``verify-run`` with ``--dry-run``);
+* ``python -m dpbayes params|verify-run|redraw ...``: executed (``verify-run`` and ``redraw`` with ``--dry-run``);
 * ``python -m dpbayes store-run RUN --as LABEL``: ``RUN`` must be the directory that the ``run``
   command before it in the same block plans, and ``LABEL`` a valid label not stored yet (or ``--force``);
 * ``make TARGET``: ``make -n TARGET`` must succeed (the target exists; nothing is built);
@@ -247,8 +247,8 @@ def test_documented_commands_run_as_written(name: str, cmds: list[tuple[list[str
             check_label(label)
             stored = list((ROOT / "figures").glob(f"*/{STORED_RUNS_DIR}/{label}"))
             assert not stored or "--force" in args, f"{name}: `{shown}` would be refused: {stored[0]} exists"
-        elif sub in ("params", "verify-run"):
-            result = _dpbayes([sub, *args, *(["--dry-run"] if sub == "verify-run" else [])])
+        elif sub in ("params", "verify-run", "redraw"):
+            result = _dpbayes([sub, *args, *(["--dry-run"] if sub in ("verify-run", "redraw") else [])])
             assert result.returncode == 0, f"{name}: `{shown}`: {result.stderr.strip()}"
             assert result.stdout.strip()
         else:

@@ -97,12 +97,13 @@ def _layout(figsize, fontsize):
 
 
 def test_the_check_fails_on_small_text_and_on_a_shrunk_figure():
-    ok = _layout((6.4, 4.0), 9)
-    assert ok["min_font_pt"] == 9 and too_small(ok, "ok") is None
+    ok = _layout((6.4, 4.0), 10)
+    assert ok["min_font_pt"] == 10 and too_small(ok, "ok") is None
+    assert too_small(_layout((6.4, 4.0), 9), "9 pt")  # 12.5 px at natural size: 78 % of the body text
     assert too_small(_layout((6.4, 4.0), 5), "tiny font")  # 6.9 px at natural size
-    # 9 pt is legible at 640 px, not in a 1600 px figure scaled down to the column
-    shrunk = _layout((16.0, 4.0), 9)
-    assert figures.on_screen_font_px(shrunk) == pytest.approx(9 * 100 / 72 * figures.BOOK_COLUMN_PX / 1600)
+    # 10 pt is legible at 640 px, not in a 1600 px figure scaled down to the column
+    shrunk = _layout((16.0, 4.0), 10)
+    assert figures.on_screen_font_px(shrunk) == pytest.approx(10 * 100 / 72 * figures.BOOK_COLUMN_PX / 1600)
     assert too_small(shrunk, "shrunk")
 
 
@@ -120,13 +121,13 @@ def test_column_subplots_fill_the_column_and_keep_small_text_legible():
     assert axes.shape == (3,)
     for ax in axes:
         ax.plot([0, 1], [0, 1], label="x")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9.5)
     fig.canvas.draw()
     layout = figures.figure_layout(fig)
     plt.close(fig)
     assert layout["width_in"] * layout["dpi"] == pytest.approx(figures.BOOK_COLUMN_PX)
     assert layout["height_in"] == pytest.approx(7.5)
-    assert too_small(layout, "column") is None  # 7 pt at natural size: 9.7 px
+    assert too_small(layout, "column") is None  # 9.5 pt at natural size: 13.2 px
     with pytest.raises(ValueError, match="nrows"):
         figures.column_subplots(0)
     with pytest.raises(ValueError, match="panel_height_in"):
@@ -189,3 +190,17 @@ def test_legend_below_lists_each_label_once_and_hides_no_curve():
     lowest_panel = min(ax.get_position().y0 for ax in axes.flat)
     assert legend.get_window_extent().y1 / fig.bbox.height < lowest_panel  # the legend is under the panels
     plt.close(fig)
+
+
+def test_the_house_style_sets_no_text_below_the_minimum():
+    """Every font size of the one style setting reaches 80 % of the body text in a column-wide figure."""
+    from matplotlib import font_manager
+
+    assert figures.MIN_FONT_PX == pytest.approx(0.8 * figures.BODY_FONT_PX)
+    with plt.rc_context(figures.STYLE):
+        base = float(plt.rcParams["font.size"])
+        for key in ("font.size", "axes.titlesize", "axes.labelsize", "legend.fontsize", "legend.title_fontsize",
+                    "xtick.labelsize", "ytick.labelsize", "figure.titlesize"):
+            size = plt.rcParams[key]
+            pt = float(size) if isinstance(size, (int, float)) else base * font_manager.font_scalings[size]
+            assert pt >= figures.MIN_FONT_PT, (key, pt)

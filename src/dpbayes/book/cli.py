@@ -8,6 +8,7 @@ python -m dpbayes run chapters/01-ubapp --update-stored
 python -m dpbayes params chapters/
 python -m dpbayes store-run runs/03b-smc-simulated-1a2b3c4d --as paper-n
 python -m dpbayes verify-run figures/03-adaptive-truncation/runs/paper-n
+python -m dpbayes redraw figures/03-adaptive-truncation/runs/paper-n
 python -m dpbayes run chapters/04-counting-queries -p eps 0.1,0.5,1 --scheduler tls://HOST:8786
 
 Every value is validated against the notebook's ``parameters`` cell before a kernel starts; a bad
@@ -19,7 +20,9 @@ only when complete. The stored notebooks and ``figures/`` are touched only with 
 A run with non-default parameters that is too slow for CI (a chapter's paper-scale configuration)
 can be kept beside the stored figures with ``store-run`` (``figures/<chapter>/runs/<label>/``: its
 figures, scalar results and a ``run.json`` manifest with the notebook and parameters); anyone can
-re-execute it and compare against what is stored with ``verify-run``.
+re-execute it and compare against what is stored with ``verify-run``. When the book's figure style
+changes, ``redraw`` draws a stored run's figures again from the numbers their JSON keeps
+(:mod:`dpbayes.book.chapter_figures`), without re-running it.
 
 ``--scheduler ADDRESS`` (or ``local:N``) uses a Dask cluster (:mod:`dpbayes.core.executors`): several
 notebooks (a sweep, a chapter) run as cluster tasks, each shipped to a worker with its parameters and
@@ -141,6 +144,23 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
             print(f"         {p}")
         failed += bool(problems)
     return 1 if failed else 0
+
+
+def cmd_redraw(args: argparse.Namespace) -> int:
+    from dpbayes.book import chapter_figures  # matplotlib: only for this command
+
+    try:
+        plans = {stored: chapter_figures.plan_redraw(Path(stored)) for stored in args.stored}
+    except chapter_figures.RedrawError as exc:  # checked for every folder before any file is written
+        raise ParameterError(str(exc)) from None
+    for stored, paths in plans.items():
+        if args.dry_run:
+            print(f"would redraw {', '.join(p.stem for p in paths)} in {stored}")
+            continue
+        for figure_id, layout in chapter_figures.redraw_stored(Path(stored)).items():
+            print(f"redrawn  {os.path.join(stored, figure_id)}.png  (smallest text "
+                  f"{chapter_figures.figures.on_screen_font_px(layout):.1f} px on screen)")
+    return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -323,6 +343,7 @@ EXAMPLES = {
     "params": "python -m dpbayes params chapters/04-counting-queries",
     "store-run": "python -m dpbayes store-run runs/04b-bayes-vs-naive-d6f9c698 --as eps-half",
     "verify-run": "python -m dpbayes verify-run figures/03-adaptive-truncation/runs/paper-n",
+    "redraw": "python -m dpbayes redraw figures/03-adaptive-truncation/runs/paper-n",
 }
 
 
@@ -343,6 +364,12 @@ SUBCOMMANDS = {
     "verify-run": ("re-execute stored runs and compare them with what is stored",
                    "Re-execute stored runs from their manifests and compare figures and results\n"
                    "with what is stored; prints ok or each difference, exits with 1 on any."),
+    "redraw": ("draw the figures of stored runs again from their JSON, without re-running",
+               "Draw every figure of stored runs again from the numbers and parameters its JSON\n"
+               "keeps, in the book's current figure style, and rewrite its PNG and the JSON's\n"
+               "layout (data, params, note and tolerance stay as they are). Every figure of\n"
+               "every folder must have a drawing function in dpbayes.book.chapter_figures;\n"
+               "otherwise nothing is written and the command exits with status 2."),
 }
 
 
@@ -400,6 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)
     verify.add_argument("--dry-run", action="store_true", help="check the manifests and print the re-runs; execute nothing")
     verify.set_defaults(func=cmd_verify_run)
+    redraw = command("redraw")
+    redraw.add_argument("stored", metavar="STORED", nargs="+", help="figures/<chapter>/runs/<label> folders")
+    redraw.add_argument("--dry-run", action="store_true", help="check the folders and list their figures; write nothing")
+    redraw.set_defaults(func=cmd_redraw)
     return parser
 
 

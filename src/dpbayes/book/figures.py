@@ -45,7 +45,10 @@ STYLE: dict[str, Any] = {
     "font.size": 10,
     "axes.titlesize": 11,
     "axes.labelsize": 10,
-    "legend.fontsize": 9,
+    "legend.fontsize": 10,
+    "legend.title_fontsize": 10,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
     "axes.grid": True,
     "grid.alpha": 0.3,
     "lines.linewidth": 1.6,
@@ -112,13 +115,25 @@ BOOK_COLUMN_PX = 680
 """Width in CSS pixels of the book's text column at a 1300 px window (the width notebook figures are shown at, checked by the browser test,
 ``tests/test_browser.py``); a wider figure is scaled down to it."""
 
-MIN_FONT_PX = 9.0
-"""Smallest text of a figure, in CSS pixels as the reader sees it in the book (``tests/test_figure_layout.py``)."""
+BODY_FONT_PX = 16.0
+"""Size in CSS pixels of the book's body text (the theme's paragraphs; checked in the rendered book by
+``tests/test_browser.py``)."""
+
+MIN_FONT_SHARE = 0.8
+"""Smallest figure text as a share of the body text, as the reader sees both (issue 49, item 4)."""
+
+MIN_FONT_PX = MIN_FONT_SHARE * BODY_FONT_PX
+"""Smallest text of a figure, in CSS pixels as the reader sees it in the book (``tests/test_figure_layout.py``):
+12.8 px, which a figure shown at the column's width reaches from 9.2 pt (:data:`MIN_FONT_PT`)."""
 
 
 COLUMN_WIDTH_IN = BOOK_COLUMN_PX / STYLE["figure.dpi"]
 """Width in inches of a figure shown at exactly the text column's width (6.8 in at 100 dpi): the
-book's text sizes (7 pt and up) stay at least :data:`MIN_FONT_PX` on screen."""
+book's text sizes (:data:`MIN_FONT_PT` and up) stay at least :data:`MIN_FONT_PX` on screen."""
+
+MIN_FONT_PT = MIN_FONT_PX * 72.0 / STYLE["figure.dpi"]
+"""Smallest font size in points of a column-wide figure (9.2 pt): every size in :data:`STYLE` is at least
+10 pt, and a notebook that sets a size itself uses 10 or more."""
 
 
 DISPLAYED_IMAGE_PX = 688
