@@ -33,6 +33,7 @@ CASES = {
     "counting-mc": ("monte_carlo_metrics, 100,000 runs ('mean', p = 0.3, eps = 1)", [10**k for k in range(2, 8)], []),
     "table-5": ("release_table: five binary columns of n records (p = 0.3) in, epsilon = 1 in all, no prior (the records are built before the clock starts)", [10**k for k in range(2, 8)], []),
     "proportion-prior": ("release_proportion, Beta(2, 3) prior, the data set's proportion, eps = 1: posterior means, exact Bayes and worst risks, one draw (dense: the one-array sums of the previous code)", [10**k for k in range(2, 8)], [10**5, 10**6, 10**7]),
+    "proportion-theta": ("release_proportion, Beta(2, 3) prior, estimand theta (chapter 1's), squared loss, eps = 1: posterior means, exact Bayes, privacy and worst risks over theta, one draw", [10**k for k in range(2, 8)], []),
     "count-geometric": ("release_count_geometric (eps = 1, no prior): construction, one draw, exact worst risk", [10**k for k in range(2, 8)], []),
     "ubapp-grid": ("ubapp_exact on the paper's 5000-point grid, squared loss, eps = 1 (n = K)", [100, 1000, 5000, 20000], [100, 1000, 5000]),
 }
@@ -89,6 +90,8 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
             shift = ec._geometric_count_posterior_mean(ec.CountPrior.beta(2.0, 3.0).log_weights(n), 1.0)
             ec.bayes_risk(bias, msd, (2.0, 3.0), "proportion")
             return float(np.max(msd)) + 0.0 * float(shift[0])
+        if name == "proportion-theta":
+            return release.release_proportion(int(0.3 * n), n, 1.0, prior=(2.0, 3.0), estimand="theta").worst_risk
         if name == "count-geometric":
             return release.release_count_geometric(int(0.3 * n), n, 1.0).worst_risk
         if name == "count-laplace":

@@ -361,3 +361,30 @@ def test_the_clamped_noise_table_stops_where_its_terms_are_zero(eps):
     _, second = ec._clamped_integer_noise_moments(eps, log_beta, n)
     assert second.tobytes() == (full[c] + full[n - c]).tobytes()
     assert ec._clamped_noise_table(eps, log_beta, n).size == min(n, int(np.ceil(746.0 / eps)) + 1) + 1
+
+
+@pytest.mark.parametrize("n, eps, prior, chunk", [
+    (1, 1.0, (1.0, 1.0), 1), (50, 1.0, (1.0, 1.0), 7), (1000, 0.3, (2.0, 5.0), 100), (20000, 0.05, (3.0, 1.0), 777),
+    (4000, 15.0, (2.0, 2.0), 512)])
+def test_the_chunked_theta_moments_are_the_candidates(n, eps, prior, chunk):
+    """``release_proportion(estimand="theta")``'s risks chunk by chunk: the same moments and worst case as the one-array path."""
+    from dpbayes.ubapp.optimal import beta_posterior_mean_remap
+
+    estimates, _, _ = beta_posterior_mean_remap(n, eps, *prior)
+    bias, msd = ec.geometric_bayes_theta_moments(estimates, eps, chunk)
+    ref_bias, ref_msd = ec.candidate_moments("geometric-bayes", n, eps, prior, "theta")
+    np.testing.assert_allclose(bias, ref_bias, rtol=1e-12, atol=1e-13 * float(np.max(np.abs(ref_bias))))
+    np.testing.assert_allclose(msd, ref_msd, rtol=1e-12)
+    assert ec.worst_theta_risk(bias, msd)[1] == pytest.approx(ec.worst_theta_risk(ref_bias, ref_msd)[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("n, prior", [(1, (1.0, 1.0)), (40, (0.5, 2.0)), (5000, (3.0, 7.0)), (10**5, (30.0, 1.0))])
+def test_the_theta_sampling_risk_has_a_closed_form(n, prior):
+    assert ec.theta_sampling_risk(n, *prior) == pytest.approx(ec.sampling_risk(n, prior, "theta"), rel=1e-12)
+
+
+def test_theta_risk_one_window_at_a_time_is_all_windows_at_once():
+    bias, msd = ec.candidate_moments("geometric-bayes", 3000, 0.5, (2.0, 2.0), "theta")
+    grid = np.linspace(0.0, 1.0, 41)
+    together = ec._theta_risk_from(bias, msd, ec._theta_weights(3000, grid))
+    assert ec.theta_risk(bias, msd, grid).tobytes() == together.tobytes()

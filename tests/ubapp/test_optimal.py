@@ -398,3 +398,13 @@ def test_dense_reference_refuses_huge_matrices():
 
 
 # --- issue 36: the reduction to the count, neighbour TV, add/remove neighbours ---------------------------
+
+
+@pytest.mark.parametrize("n, eps, a, b", [(1, 1.0, 1.0, 1.0), (1000, 0.3, 2.0, 5.0), (20000, 1.0, 2000.0, 2000.0)])
+def test_the_mean_remap_without_p_z_is_the_same(n, eps, a, b):
+    from dpbayes.ubapp.optimal import beta_posterior_mean_remap
+
+    est, risk, p_z = beta_posterior_mean_remap(n, eps, a, b)
+    est2, risk2, none = beta_posterior_mean_remap(n, eps, a, b, with_p_z=False)
+    assert none is None and est.tobytes() == est2.tobytes() and risk == risk2
+    assert p_z.sum() == pytest.approx(1.0, rel=1e-10)  # (scipy's Beta-binomial above a, b = 30: about 1e-11)

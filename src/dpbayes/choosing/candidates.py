@@ -40,7 +40,7 @@ from __future__ import annotations
 import decimal
 import functools
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -378,6 +378,86 @@ def _remap_error_moments(d: FloatArray, eps: float) -> tuple[FloatArray, FloatAr
     return bias, np.maximum(msd, 0.0)
 
 
+def _remap_error_moments_by_chunk(
+    offset: Callable[[int, int], FloatArray], n: int, eps: float, chunk: int = KERNEL_CHUNK
+) -> Iterator[tuple[int, int, FloatArray, FloatArray]]:
+    """:func:`_remap_error_moments` chunk by chunk: ``(lo, hi, bias[lo:hi], msd[lo:hi])`` in ``O(chunk)`` memory.
+
+    ``offset(lo, hi)`` gives ``d[lo:hi]`` (``est(z) - z/n``). The sums against ``d`` are
+    :func:`dpbayes.core.geometric.geometric_kernel_sums_by_chunk` (the same bits as the one-array sums); the
+    clamped noise's own moments come from their closed form (:func:`_clamped_integer_noise_moments`'s table and
+    span), where the one-array function takes kernel sums of ones: the same numbers to a few ulps (tested).
+    """
+    k_end, k_interior = geometric_row_factors(2, eps)[:2]
+    full_chunk = np.full(min(chunk, n + 1), k_interior)
+
+    def row_factors(lo: int, hi: int) -> FloatArray:
+        if lo > 0 and hi < n + 1:
+            return full_chunk[: hi - lo]
+        k = np.full(hi - lo, k_interior)
+        if lo == 0:
+            k[0] = k_end
+        if hi == n + 1:
+            k[-1] = k_end
+        return k
+
+    last_offset: dict[tuple[int, int], FloatArray] = {}
+
+    def d_of(lo: int, hi: int) -> FloatArray:
+        # both kernel sums below ask for the same chunk in turn: compute it once
+        if (lo, hi) not in last_offset:
+            last_offset.clear()
+            last_offset[lo, hi] = np.asarray(offset(lo, hi), dtype=float)
+        return last_offset[lo, hi]
+
+    log_beta = _geometric_log_beta(eps)
+    table = _clamped_noise_table(eps, log_beta, n)
+    last = table.size - 1
+    far = table[last] + table[last]  # E[(z - c)^2 | c] where neither bound is within reach of the noise
+    lin = geometric_kernel_sums_by_chunk(lambda lo, hi: row_factors(lo, hi) * d_of(lo, hi), n, eps, 1, chunk)
+    sq = geometric_kernel_sums_by_chunk(lambda lo, hi: row_factors(lo, hi) * (d_of(lo, hi) * d_of(lo, hi)), n, eps, 0, chunk)
+    for (lo, hi, d), (_, _, dd) in zip(lin, sq):
+        k = row_factors(lo, hi)
+        c = np.arange(lo, hi)
+        if lo >= last and n - (hi - 1) >= last:
+            s1: FloatArray | float = 0.0
+            s2: FloatArray | float = far
+        else:
+            s2 = table[np.minimum(c, last)] + table[np.minimum(n - c, last)]
+            low, high = np.minimum(c, n - c).astype(float), np.maximum(c, n - c).astype(float)
+            with np.errstate(under="ignore"):
+                span = np.exp(log_beta + -eps * (low + 1.0)) * -np.expm1(-eps * (high - low)) / -np.expm1(-eps)
+            s1 = np.where(c < n - c, span, -span)
+        bias = d[0] / k + s1 / n
+        msd = np.maximum(dd[0] / k + 2.0 * (d[1] / k) / n + s2 / float(n) ** 2, 0.0)
+        yield lo, hi, bias, msd
+
+
+def geometric_bayes_theta_moments(estimates: FloatArray, eps: float, chunk: int = KERNEL_CHUNK) -> tuple[FloatArray, FloatArray]:
+    """Bias and mean squared deviation about ``c / n`` of the remap ``estimates`` (``E[theta | z]``), chunk by chunk.
+
+    The moments of ``candidate_moments("geometric-bayes", ..., estimand="theta")`` given that candidate's
+    remap (``release_proportion``'s ``estimand="theta"``), in ``O(n)`` memory for the two results only.
+    """
+    n = estimates.size - 1
+    bias, msd = np.empty(n + 1), np.empty(n + 1)
+    for lo, hi, b_, m_ in _remap_error_moments_by_chunk(lambda lo, hi: estimates[lo:hi] - np.arange(lo, hi) / n, n, eps, chunk):
+        bias[lo:hi], msd[lo:hi] = b_, m_
+    return bias, msd
+
+
+def theta_sampling_risk(n: int, a: float, b: float) -> float:
+    """:func:`sampling_risk` for ``theta`` under ``Beta(a, b)`` in closed form: ``a b / ((a + b)(a + b + 1)(a + b + n))``.
+
+    ``E Var(theta | c) = Var(theta) - Var(E[theta | c])`` with ``Var(theta) = a b / ((a + b)^2 (a + b + 1))`` and
+    ``E[theta | c] = (a + c) / (a + b + n)``, ``c`` Beta-binomial with variance ``n a b (a + b + n) / ((a + b)^2
+    (a + b + 1))``; the difference is ``Var(theta) (a + b) / (a + b + n)``. ``O(1)``; the sum over the counts of
+    :func:`sampling_risk` agrees to rounding (tested).
+    """
+    ab = a + b
+    return a * b / (ab * (ab + 1.0) * (ab + n))
+
+
 def geometric_bayes_proportion_summary(
     n: int, eps: float, prior: tuple[float, float], chunk: int = KERNEL_CHUNK
 ) -> tuple[FloatArray, float, float]:
@@ -432,44 +512,8 @@ def geometric_bayes_proportion_summary(
         if not np.all(s0 > 1e-280):
             raise FloatingPointError("the prior's kernel sum underflows: use the log-space path")
         shift[lo:hi] = s1 / s0
-    k_end, k_interior = geometric_row_factors(2, eps)[:2]
-    full_chunk = np.full(chunk, k_interior)
-
-    def row_factors(lo: int, hi: int) -> FloatArray:
-        if lo > 0 and hi < n + 1:
-            return full_chunk[: hi - lo]
-        k = np.full(hi - lo, k_interior)
-        if lo == 0:
-            k[0] = k_end
-        if hi == n + 1:
-            k[-1] = k_end
-        return k
-
-    last_offset: dict[tuple[int, int], FloatArray] = {}
-
-    def offset(lo: int, hi: int) -> FloatArray:
-        # _remap_target_offset for the proportion; both sums below ask for the same chunk in turn
-        if (lo, hi) not in last_offset:
-            last_offset.clear()
-            last_offset[lo, hi] = shift[lo:hi] / n
-        return last_offset[lo, hi]
-
-    table = _clamped_noise_table(eps, _geometric_log_beta(eps), n)
-    last = table.size - 1
-    far = table[last] + table[last]  # E[(z - c)^2 | c] where neither bound is within reach of the noise
-    lin = geometric_kernel_sums_by_chunk(lambda lo, hi: row_factors(lo, hi) * offset(lo, hi), n, eps, 1, chunk)
-    sq = geometric_kernel_sums_by_chunk(lambda lo, hi: row_factors(lo, hi) * (offset(lo, hi) * offset(lo, hi)), n, eps, 0, chunk)
     weighted, worst = 0.0, 0.0
-    for (lo, hi, d), (_, _, dd) in zip(lin, sq):
-        k = row_factors(lo, hi)
-        # _remap_error_moments on this chunk, with the closed-form moments of the clamped noise in place of
-        # its kernel sums (the same numbers to a few ulps; tested)
-        if lo >= last and n - (hi - 1) >= last:
-            s2: FloatArray | float = far
-        else:
-            c = np.arange(lo, hi)
-            s2 = table[np.minimum(c, last)] + table[np.minimum(n - c, last)]
-        msd = np.maximum(dd[0] / k + 2.0 * (d[1] / k) / n + s2 / float(n) ** 2, 0.0)
+    for lo, hi, _, msd in _remap_error_moments_by_chunk(lambda lo, hi: shift[lo:hi] / n, n, eps, chunk):
         weighted += float(w[lo:hi] @ msd)
         worst = max(worst, float(np.max(msd)))
     total = float(np.sum(w))
@@ -891,7 +935,8 @@ def theta_risk(bias: FloatArray, msd: FloatArray, theta: Any) -> FloatArray:
     th = np.atleast_1d(np.asarray(theta, dtype=float))
     if np.any(~np.isfinite(th)) or np.any(th < 0.0) or np.any(th > 1.0):
         raise ValueError("theta must lie in [0, 1]")
-    out = _theta_risk_from(bias, msd, _theta_weights(bias.size - 1, th.ravel()))
+    # one window at a time (the same numbers as all windows at once, without holding them all)
+    out = np.array([_theta_risk_from(bias, msd, _theta_weights(bias.size - 1, np.array([t])))[0] for t in th.ravel()])
     return out.reshape(np.shape(theta)) if np.ndim(theta) else out
 
 

@@ -505,7 +505,7 @@ class OptimalProportionRelease:
             self._risks = (self.bayes_risk, worst)
             return
         if self.loss == "squared":
-            self.estimates, self.bayes_risk, _ = beta_posterior_mean_remap(self.n, self.epsilon, a, b)
+            self.estimates, self.bayes_risk, _ = beta_posterior_mean_remap(self.n, self.epsilon, a, b, with_p_z=False)
         else:
             # absolute loss, continuous theta: posterior median of the Beta mixture given z, and the
             # exact risk sum_z sum_y P(z, y) E[|theta - m_z| | y] (theta | y ~ Beta(a + y, b + n - y))
@@ -579,13 +579,11 @@ class OptimalProportionRelease:
         """
         if self._beta is None or self.loss != "squared":
             raise ValueError("privacy and worst-case risks are computed for squared loss and a Beta prior (no theta_grid)")
-        if self._risks is None:
-            bias, msd = estimator_choice.candidate_moments("geometric-bayes", self.n, self.epsilon, self._beta, self.estimand)
-            if self.estimand == "proportion":
-                self._risks = (self.bayes_risk, float(np.max(msd)))
-            else:
-                sampling = estimator_choice.sampling_risk(self.n, self._beta, "theta")
-                self._risks = (self.bayes_risk - sampling, estimator_choice.worst_theta_risk(bias, msd)[1])
+        if self._risks is None:  # estimand "theta" (the proportion's are computed with the estimates)
+            sampling = estimator_choice.theta_sampling_risk(self.n, *self._beta)
+            # the moments of this remap, chunk by chunk: two arrays of n + 1 numbers beside the estimates
+            bias, msd = estimator_choice.geometric_bayes_theta_moments(self.estimates, self.epsilon)
+            self._risks = (self.bayes_risk - sampling, estimator_choice.worst_theta_risk(bias, msd)[1])
         return self._risks
 
 

@@ -44,6 +44,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
 from dpbayes.core._extras import lazy_module, require
+from dpbayes.core.geometric import KERNEL_CHUNK, geometric_kernel_sums_by_chunk
 from dpbayes.core.geometric import geometric_kernel_sums as geometric_kernel_sums
 from dpbayes.core.geometric import geometric_row_factors as _geometric_row_factors  # noqa: F401 (dpbayes.release.statistic imports it from here)
 from dpbayes.core.geometric import truncated_geometric_logmatrix as truncated_geometric_logmatrix
@@ -657,8 +658,8 @@ def betabinom_logpmf(y: ArrayLike, n: int, a: float, b: float) -> NDArray[np.flo
 
 
 def beta_posterior_mean_remap(
-    n: int, eps: float, a: float, b: float
-) -> tuple[NDArray[np.float64], float, NDArray[np.float64]]:
+    n: int, eps: float, a: float, b: float, *, with_p_z: bool = True
+) -> tuple[NDArray[np.float64], float, NDArray[np.float64] | None]:
     """Posterior mean remap of the truncated geometric mechanism under a ``Beta(a, b)`` prior, O(n).
 
     The count ``y`` of ``n`` Bernoulli(theta) trials is Beta-binomial a priori; given the noisy count
@@ -677,29 +678,48 @@ def beta_posterior_mean_remap(
         ``E[theta | z]`` for ``z = 0..n``.
     risk : float
         Exact Bayes risk (mean squared error) of the remapped mechanism.
-    p_z : ndarray, shape (n + 1,)
-        ``P(z)``, the law of the noisy count.
+    p_z : ndarray, shape (n + 1,), or None
+        ``P(z)``, the law of the noisy count (``None`` with ``with_p_z=False``, which saves its array).
     """
     n = check_int("n", n, minimum=1, maximum=MAX_COUNT)
     eps = check_positive("eps", eps)
     a, b = check_positive("a", a), check_positive("b", b)
-    y = np.arange(n + 1, dtype=float)
-    log_w = betabinom_logpmf(y, n, a, b)
-    top = float(np.max(log_w))
-    w = np.exp(log_w - top)
-    s0, s1, s2 = geometric_kernel_sums(w, eps, 2)
     abn = a + b + n
-    post_mean = (a + y) / abn
-    post_var = post_mean * (b + n - y) / (abn * (abn + 1.0))
-    ok = s0 > 1e-280
-    shift = np.zeros(n + 1)
-    shift[ok] = s1[ok] / s0[ok]
-    if not np.all(ok):
-        shift[~ok] = _log_space_mean_offset(log_w, eps)[~ok]
-    estimates = (a + y + shift) / abn
-    spread = np.where(ok, np.maximum(s2 - s1 * shift, 0.0), 0.0)
-    risk = float(np.exp(top) * (np.sum(w * post_var) + np.sum(spread) / abn**2))
-    return estimates, risk, np.exp(top) * s0
+    # chunk by chunk (geometric_kernel_sums_by_chunk: the same bits as the one-array sums), so that
+    # only the weights, the estimates and P(z) are arrays of n + 1 numbers
+    w = np.empty(n + 1)
+    for lo in range(0, n + 1, KERNEL_CHUNK):
+        hi = min(lo + KERNEL_CHUNK, n + 1)
+        w[lo:hi] = betabinom_logpmf(np.arange(lo, hi, dtype=float), n, a, b)
+    top = float(np.max(w))
+    np.subtract(w, top, out=w)
+    with np.errstate(under="ignore"):
+        np.exp(w, out=w)
+    estimates = np.empty(n + 1)
+    p_z = np.empty(n + 1) if with_p_z else None
+    weighted_var, spread_sum, underflow = 0.0, 0.0, False
+    for lo, hi, (s0, s1, s2) in geometric_kernel_sums_by_chunk(lambda lo, hi: w[lo:hi], n, eps, 2):
+        y = np.arange(lo, hi, dtype=float)
+        post_mean = (a + y) / abn
+        post_var = post_mean * (b + n - y) / (abn * (abn + 1.0))
+        ok = s0 > 1e-280
+        shift = np.zeros(hi - lo)
+        shift[ok] = s1[ok] / s0[ok]
+        underflow |= not np.all(ok)
+        estimates[lo:hi] = (a + y + shift) / abn
+        if p_z is not None:
+            p_z[lo:hi] = np.exp(top) * s0
+        weighted_var += float(np.sum(w[lo:hi] * post_var))
+        spread_sum += float(np.sum(np.where(ok, np.maximum(s2 - s1 * shift, 0.0), 0.0)))
+    if underflow:  # E[y | z] in log space where P(z) underflows (their share of the risk is below 1e-280)
+        y = np.arange(n + 1, dtype=float)
+        log_w = betabinom_logpmf(y, n, a, b)
+        bad = np.zeros(n + 1, dtype=bool)
+        for lo, hi, (s0,) in geometric_kernel_sums_by_chunk(lambda lo, hi: w[lo:hi], n, eps, 0):
+            bad[lo:hi] = ~(s0 > 1e-280)
+        estimates[bad] = (a + y[bad] + _log_space_mean_offset(log_w, eps)[bad]) / abn
+    risk = float(np.exp(top) * (weighted_var + spread_sum / abn**2))
+    return estimates, risk, p_z
 
 
 def _log_space_mean_offset(log_w: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
