@@ -201,9 +201,12 @@ def main() -> None:
         "node": platform.node(), "machine": platform.machine(), "processor": _cpu_model(), "cpus": os.cpu_count(),
         "load_average_at_start": list(os.getloadavg()), "python": platform.python_version(),
         "numpy": numpy.__version__, "scipy": scipy.__version__,
+        # numba's kernels (dpbayes.core.compiled) or the NumPy/SciPy path (DPBAYES_NO_NUMBA=1 or no numba)
+        "compiled_kernels": __import__("dpbayes.core.compiled", fromlist=["compiled_enabled"]).compiled_enabled(),
     }
     record: dict[str, object] = {"started_utc": started, "machine": machine, "args": vars(args), "cases": {}}
-    print(f"bench_release: {platform.node()} {platform.machine()}, Python {platform.python_version()}, "
+    print(f"bench_release: compiled kernels {'on' if machine['compiled_kernels'] else 'off'}; "
+          f"{platform.node()} {platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {os.getloadavg()[0]:.1f}")
     print("time: best of the calls in a fresh process; memory: growth of the peak RSS over the call")
     mc: dict[int, dict[str, float] | None] = {}

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpbayes.core.compiled import compiled_enabled, first_order_chain
 from dpbayes.core.validation import check_int, check_positive, check_rng
 
 __all__ = [
@@ -352,30 +353,34 @@ def geometric_kernel_sums_by_chunk(
     den = [1.0, -a]
     bounds = [(lo, min(lo + chunk, n + 1)) for lo in range(0, n + 1, chunk)]
 
-    def one_sided(v: NDArray[np.float64], state: list[NDArray[np.float64]]) -> list[NDArray[np.float64]]:
+    compiled = compiled_enabled()
+
+    def one_sided(v: NDArray[np.float64], state: NDArray[np.float64]) -> list[NDArray[np.float64]]:
         # the filters of geometric_kernel_sums.one_sided, continuing from (and updating) ``state``
-        out0, state[0] = lfilter([1.0], den, v, zi=state[0])
+        if compiled:  # the same chain in one compiled loop, the same bits (dpbayes.core.compiled)
+            return list(first_order_chain(v, a, state))
+        out0, z = lfilter([1.0], den, v, zi=state[0:1])
+        state[0] = z[0]
         out = [out0]
         if moments >= 1:
-            out1, state[1] = lfilter([0.0, a], den, out0, zi=state[1])
+            out1, z = lfilter([0.0, a], den, out0, zi=state[1:2])
+            state[1] = z[0]
             out.append(out1)
         if moments >= 2:
-            out2, state[2] = lfilter([0.0, a], den, 2.0 * out[1] + out0, zi=state[2])
+            out2, z = lfilter([0.0, a], den, 2.0 * out[1] + out0, zi=state[2:3])
+            state[2] = z[0]
             out.append(out2)
         return out
 
-    def fresh() -> list[NDArray[np.float64]]:
-        return [np.zeros(1) for _ in range(moments + 1)]
-
-    entering: list[list[NDArray[np.float64]]] = [fresh() for _ in bounds]
-    state = fresh()
+    entering = [np.zeros(moments + 1) for _ in bounds]
+    state = np.zeros(moments + 1)
     for k in range(len(bounds) - 1, 0, -1):  # backward: only the states are kept
         lo, hi = bounds[k]
         one_sided(np.asarray(weights(lo, hi), dtype=float)[::-1], state)
-        entering[k - 1] = [s.copy() for s in state]
+        entering[k - 1] = state.copy()
     log_interior, log_end = geometric_log_normalisers(eps)
     interior, end = float(np.exp(log_interior)), float(np.exp(log_end))
-    left_state = fresh()
+    left_state = np.zeros(moments + 1)
     inside = np.full(min(chunk, n + 1), interior)
     for k, (lo, hi) in enumerate(bounds):
         w = np.asarray(weights(lo, hi), dtype=float)

@@ -7,7 +7,8 @@ second Gibbs sum) and the exact log-likelihood of a truncated, privatised normal
 millions of times by the exact SMC, the MCMC and the quadrature posterior).
 
 The kernels are compiled with numba when it is installed; without it (or with
-``DPBAYES_NO_NUMBA=1`` in the environment, or :func:`use_compiled` ``(False)``) every caller uses
+``DPBAYES_NO_NUMBA=1`` in the environment, or :func:`use_compiled` ``(False)``, the library's one switch in
+:mod:`dpbayes.core.compiled`) every caller uses
 its pure NumPy code, which is the reference the tests compare the kernels with. A kernel never
 touches the random number generator: the caller draws the same arrays with the same
 ``numpy.random.Generator`` calls in the same order on both paths.
@@ -30,7 +31,6 @@ The two kernels are held to different standards, each the one its tests check:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -56,39 +56,14 @@ except ImportError:  # pragma: no cover - depends on the environment
     numba = None  # type: ignore[assignment]
     HAVE_NUMBA = False
 
+from dpbayes.core.compiled import compile_kernel, compiled_enabled, use_compiled  # noqa: E402  (the library's one switch)
+
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _jitable(func: _F) -> _F:
     """A helper callable from Python and, inlined, from the compiled kernels (numba's ``register_jitable``)."""
     return register_jitable(func) if HAVE_NUMBA else func
-
-
-_enabled = HAVE_NUMBA and os.environ.get("DPBAYES_NO_NUMBA", "") in ("", "0")
-
-
-def compiled_enabled() -> bool:
-    """Whether the samplers use the compiled kernels (numba installed and not switched off)."""
-    return _enabled
-
-
-def use_compiled(flag: bool) -> bool:
-    """Switch the compiled kernels on or off; returns the previous setting.
-
-    Parameters
-    ----------
-    flag : bool
-        ``True`` to use the kernels (ignored without numba), ``False`` for the NumPy path.
-
-    Returns
-    -------
-    bool
-        The setting before the call.
-    """
-    global _enabled
-    previous = _enabled
-    _enabled = bool(flag) and HAVE_NUMBA
-    return previous
 
 
 # --------------------------------------------------------------------------------------------
@@ -351,17 +326,11 @@ def _latent_step_py(
     return accepted
 
 
-_compiled: dict[str, Any] = {}
+_compiled: dict[str, Any] = {}  # the vectorised loglik (built by _build_loglik, not by compile_kernel)
 
 
 def _kernel(name: str, func: Callable[..., Any]) -> Any:
-    kernel = _compiled.get(name)
-    if kernel is None:
-        if numba is None:  # pragma: no cover - callers check compiled_enabled() first
-            raise RuntimeError("the compiled kernels need numba: pip install 'dpbayes[fast]'")
-        kernel = numba.njit(cache=True, nogil=True, fastmath=False)(func)
-        _compiled[name] = kernel
-    return kernel
+    return compile_kernel(name, func)
 
 
 def latent_step(*args: Any) -> int:
