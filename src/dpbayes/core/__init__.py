@@ -4,7 +4,8 @@ The two-sided and truncated geometric laws of a count (:mod:`~dpbayes.core.geome
 additive-noise mechanisms (:mod:`~dpbayes.core.mechanisms`), the exact worst-case privacy loss of a
 finite output law (:mod:`~dpbayes.core.privacy_loss`) and the privacy audit built on it
 (:mod:`~dpbayes.core.audit`), loss matrices and distances between posteriors, locating an extreme,
-input validation, optional dependencies, task executors and the shipped data set.
+input validation, optional dependencies and the switch of the compiled kernels (:mod:`~dpbayes.core.compiled`),
+task executors and the shipped data set.
 
 Layer 0. May import: nothing else of dpbayes.
 """

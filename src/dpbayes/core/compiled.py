@@ -3,7 +3,7 @@
 Every compiled kernel of the library repeats a NumPy (or SciPy) reference operation for operation, and
 its callers use the reference when numba is missing, when ``DPBAYES_NO_NUMBA=1`` is set in the
 environment, or after :func:`use_compiled` ``(False)``. One switch serves all of them: this module's
-(:mod:`dpbayes.smc._kernels` holds chapter 3's kernels and uses it too).
+(``dpbayes.smc._kernels`` holds chapter 3's kernels and uses it too).
 
 The core's kernel is :func:`first_order_chain`, the chained first-order recursions of the geometric
 kernel sums (:func:`dpbayes.core.geometric.geometric_kernel_sums_by_chunk`), which SciPy's ``lfilter``
@@ -99,7 +99,12 @@ def _first_order_chain_py(v: NDArray[np.float64], a: float, state: NDArray[np.fl
 
 
 def first_order_chain(v: NDArray[np.float64], a: float, state: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Compiled :func:`_first_order_chain_py`: the outputs, shape ``(len(state), len(v))``; ``state`` updated in place."""
+    """The chained recursions of ``lfilter`` on ``v``, compiled: the outputs, shape ``(len(state), len(v))``.
+
+    ``out[0]`` is ``lfilter([1], [1, -a], v)``; ``out[1]`` is ``lfilter([0, a], [1, -a], out[0])`` and ``out[2]``
+    the same filter of ``2 out[1] + out[0]``, for as many rows as ``state`` has; each continues from ``state[r]``
+    (``lfilter``'s ``zi``) and leaves its final state there (``zf``). Requires numba.
+    """
     out = np.empty((state.shape[0], v.shape[0]))
     compile_kernel("first_order_chain", _first_order_chain_py)(np.ascontiguousarray(v, dtype=np.float64), float(a), state, out)
     return out

@@ -336,7 +336,7 @@ def smc_latent(
     ``sigma^2 | x, mu``; propagate ``x_t ~ N(mu, sigma^2)``; weight by
     ``Laplace(y_t - clamp(x_t); (r_t - l_t)/eps)`` (Algorithm 2).
 
-    With numba (:mod:`dpbayes.smc._kernels`) one compiled kernel per step does the resampling copy
+    With numba (``dpbayes.smc._kernels``) one compiled kernel per step does the resampling copy
     of the latent ``x`` (double-buffered: two more ``N x n`` arrays), the sweep and the row sums of
     the Gibbs draws; its results are bit for bit those of the NumPy path (the same ``rng`` calls in
     the same order; compared with ``np.array_equal`` in ``tests/smc/test_samplers.py``).
