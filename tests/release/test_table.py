@@ -93,6 +93,8 @@ def test_uneven_attribute_weights_compose_to_the_budget_under_both_relations():
     assert out.epsilon_spent <= 1.0
     for relation in ("replace-one", "add-remove"):
         assert _table_loss(3, 2, list(shares), relation) == pytest.approx(1.0, rel=1e-9), relation
+    once = rt.release_table(_records([1, 2, 0], 2), ["a0", "a1", "a2"], 1.0, attribute_weights=[3, 1, 1])
+    assert [a.epsilon for a in once.attributes] == pytest.approx([0.6, 0.2, 0.2])  # the shorthand splits the same way
 
 
 @pytest.mark.filterwarnings("ignore::dpbayes.release.statistic.UninformativeIntervalWarning")  # n = 10 at 0.2 per attribute

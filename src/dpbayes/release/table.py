@@ -414,13 +414,15 @@ class PrivateTable:
 
 def release_table(
     data: Any, columns: Sequence[str], epsilon: float, *, neighbours: str = REPLACE_ONE, n: int | None = None,
-    contributions: int = 1, prior: Any = None, criterion: str | None = None, level: float = 0.9,
+    contributions: int = 1, attribute_weights: Sequence[float] | None = None, prior: Any = None,
+    criterion: str | None = None, level: float = 0.9,
 ) -> TableRelease:
-    """Release the named binary columns of ``data`` once under a total ``epsilon`` (split evenly over them).
+    """Release the named binary columns of ``data`` once under a total ``epsilon`` (split evenly, or by ``attribute_weights``).
 
     Shorthand for ``PrivateTable(data, columns, epsilon=epsilon, neighbours=neighbours, n=n,
-    contributions=contributions).release(prior=prior, criterion=criterion, level=level)``; see
-    :class:`PrivateTable` for the privacy unit, the neighbour relation and the guarantee.
+    contributions=contributions, attribute_weights=attribute_weights).release(prior=prior, criterion=criterion,
+    level=level)``; see :class:`PrivateTable` for the privacy unit, the neighbour relation and the guarantee.
     """
-    table = PrivateTable(data, columns, epsilon=epsilon, neighbours=neighbours, n=n, contributions=contributions)
+    table = PrivateTable(data, columns, epsilon=epsilon, neighbours=neighbours, n=n, contributions=contributions,
+                         attribute_weights=attribute_weights)
     return table.release(prior=prior, criterion=criterion, level=level)
