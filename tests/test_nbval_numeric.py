@@ -33,6 +33,20 @@ def table() -> str:
     return stored_markdown_output()["data"]["text/markdown"]
 
 
+def probe_numbers(table: str) -> tuple[str, str, str]:
+    """A stored number of the form 0.0dddd, the same one unit in the last digit away (within tolerance) and
+    three units away (beyond it): read from the table, so that a re-stored table keeps the test meaningful."""
+    import re
+
+    found = re.search(r"(?<![\d.])0\.0\d{4}(?![\d])", table)
+    assert found, "03a's table has no number of the form 0.0dddd"
+    orig = found.group()
+    last = int(orig[-1])
+    within = orig[:-1] + str(last + 1 if last < 9 else last - 1)
+    beyond = orig[:-1] + str(last + 3 if last < 7 else last - 3)
+    return orig, within, beyond
+
+
 def test_identical_text_passes(table):
     assert compare_text(table, table) == (None, [])
 
@@ -48,17 +62,18 @@ def test_last_digit_unit_and_tolerance():
 
 
 def test_number_within_printed_precision_passes(table):
-    assert "0.07055" in table
-    mismatch, moved = compare_text(table, table.replace("0.07055", "0.07056", 1))
+    orig, within, _ = probe_numbers(table)
+    mismatch, moved = compare_text(table, table.replace(orig, within, 1))
     assert mismatch is None
-    assert [(s, f) for s, f, _ in moved] == [("0.07055", "0.07056")]
+    assert [(s, f) for s, f, _ in moved] == [(orig, within)]
 
 
 def test_number_beyond_tolerance_fails_and_names_both_numbers(table):
-    mismatch, _ = compare_text(table, table.replace("0.07055", "0.07058", 1))
+    orig, _, beyond = probe_numbers(table)
+    mismatch, _ = compare_text(table, table.replace(orig, beyond, 1))
     assert mismatch is not None and mismatch.kind == "number"
     text = mismatch.describe()
-    assert "0.07055 (stored)" in text and "0.07058 (fresh)" in text and "tolerance 1e-05" in text
+    assert f"{orig} (stored)" in text and f"{beyond} (fresh)" in text and "tolerance 1e-05" in text
 
 
 def test_changed_integer_fails(table):
@@ -101,7 +116,9 @@ def _tiny_notebook(path: Path, output: dict) -> None:
 def test_nbval_with_the_plugin_end_to_end(tmp_path):
     """nbval + plugin on copies of a stored output: within precision passes, beyond fails, word fails."""
     original = stored_markdown_output()
-    cases = {"within": ("0.07055", "0.07056"), "beyond": ("0.07055", "0.07075"), "word": ("harmonic", "harmonix")}
+    orig, within, _ = probe_numbers(original["data"]["text/markdown"])
+    beyond = orig[:-2] + str((int(orig[-2]) + 2) % 10) + orig[-1]  # two units in the next-to-last digit
+    cases = {"within": (orig, within), "beyond": (orig, beyond), "word": ("harmonic", "harmonix")}
     for name, (old, new) in cases.items():
         out = copy.deepcopy(original)
         out["data"]["text/markdown"] = out["data"]["text/markdown"].replace(old, new, 1)
@@ -114,6 +131,6 @@ def test_nbval_with_the_plugin_end_to_end(tmp_path):
     assert proc.returncode == 1, log
     assert "2 failed, 1 passed" in log, log
     # the stored copy was changed, so the fresh run shows the original numbers
-    assert "beyond.ipynb::Cell 0" in log and "0.07075 (stored) vs 0.07055 (fresh)" in log, log
+    assert "beyond.ipynb::Cell 0" in log and f"{beyond} (stored) vs {orig} (fresh)" in log, log
     assert "word.ipynb::Cell 0" in log and "harmonix" in log, log
     assert "within.ipynb::Cell 0" not in log.split("short test summary")[-1], log
