@@ -85,6 +85,35 @@ def test_no_stored_figure_hides_a_curve_under_a_legend_or_an_inset():
     assert not problems, "\n".join(problems)
 
 
+def test_no_stored_figure_cuts_off_its_own_content():
+    """A legend or label wider than the figure is cut off at the PNG's edge (issue 49: the larger text made
+    four legends of two columns wider than their figures)."""
+    problems = []
+    for path in STORED:
+        name = _name(path)
+        layout = json.loads(path.read_text()).get("layout") or {}
+        if "clipped_px" not in layout:
+            problems.append(f"{name}: no clipped_px recorded (re-store its notebook, or redraw its stored run)")
+        elif layout["clipped_px"] > 1.0:
+            problems.append(f"{name}: content reaches {layout['clipped_px']:.0f} px past the figure's edge "
+                            "(fewer legend columns, shorter labels or a wider figure)")
+    assert not problems, "\n".join(problems)
+
+
+def test_clipped_px_measures_a_legend_wider_than_the_figure():
+    figures.use_style()
+    wide, _ = figures.column_subplots(1, layout="constrained")
+    narrow, _ = figures.column_subplots(1, layout="constrained")
+    for fig, label in ((wide, "a long legend label number {} that takes room"), (narrow, "short {}")):
+        for i in range(4):
+            fig.axes[0].plot([0, 1], [i, i], label=label.format(i))
+        figures.legend_below(fig, ncol=2)
+        fig.canvas.draw()
+    assert figures.clipped_px(wide) > 10 and figures.clipped_px(narrow) == 0.0
+    plt.close(wide)
+    plt.close(narrow)
+
+
 def _layout(figsize, fontsize):
     fig, ax = plt.subplots(figsize=figsize, dpi=100)
     ax.plot([0, 1], [0, 1], label="a curve")

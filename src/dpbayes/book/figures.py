@@ -229,7 +229,8 @@ def figure_layout(fig: Any) -> dict[str, Any]:
 
     ``min_font_pt`` is the smallest font size (points) of any visible, non-empty text in the
     figure: titles, labels, tick labels, legend entries, annotations. ``covered_curve_px`` is
-    :func:`covered_curve_px` (curves under a legend or an inset).
+    :func:`covered_curve_px` (curves under a legend or an inset); ``clipped_px`` is :func:`clipped_px`
+    (content cut off at the figure's edges).
     """
     from matplotlib.text import Text
 
@@ -238,7 +239,21 @@ def figure_layout(fig: Any) -> dict[str, Any]:
     w, h = fig.get_size_inches()
     return {"width_in": json_float(w), "height_in": json_float(h), "dpi": json_float(dpi),
             "min_font_pt": json_float(min(sizes)) if sizes else None,
-            "covered_curve_px": json_float(covered_curve_px(fig))}
+            "covered_curve_px": json_float(covered_curve_px(fig)),
+            "clipped_px": json_float(clipped_px(fig))}
+
+
+def clipped_px(fig: Any) -> float:
+    """How far, in figure pixels, drawn content reaches past the figure's edges (0 when everything is inside).
+
+    The stored PNG is the figure's canvas: a legend or a label wider than the figure is cut off there
+    (the notebook's inline image, cropped to the content, is wider instead). Call after the figure is drawn.
+    """
+    renderer = fig.canvas.get_renderer()
+    tight = fig.get_tightbbox(renderer)  # inches
+    w, h = fig.get_size_inches()
+    overflow = max(0.0, -tight.x0, tight.x1 - w, -tight.y0, tight.y1 - h)
+    return float(overflow) * float(fig.get_dpi())
 
 
 def covered_curve_px(fig: Any) -> float:
