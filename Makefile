@@ -6,6 +6,10 @@ STAMP := $(VENV)/.installed
 CACHE := _build/.jupyter_cache
 FRESH_FIGURES := _build/test-figures
 FRESH_FIGURES_NARROW := _build/test-figures-narrow
+# every notebook's run at its test parameters, kept by `make unit` for the narrow-path guard
+KEPT_RUNS := _build/nondefault-runs
+# the notebooks whose outputs differ on the narrow path (make narrow-survey measures them)
+NARROW_NOTEBOOKS = $(shell $(PYTHON) -c "import json; print(' '.join(json.load(open('tests/narrow-survey.json'))['differ']))")
 # nbval with numbers compared to a tolerance (tests/nbval_numeric.py; rules in CONTRIBUTING.md)
 NBVAL_FLAGS := --nbval -p tests.nbval_numeric --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
 JOBS ?= 2
@@ -17,7 +21,7 @@ BROWSER_DIR := _build/browser
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: book test lint unit notebooks figures notebooks-narrow figures-narrow browser browser-build chromium setup clean verify-runs pdf
+.PHONY: book test lint unit notebooks figures notebooks-narrow figures-narrow narrow-survey browser browser-build chromium setup clean verify-runs pdf
 
 setup: $(STAMP) $(BOOK_STAMP)
 
@@ -59,7 +63,8 @@ lint: $(STAMP)
 	$(BIN)/mypy src/dpbayes
 
 unit: $(STAMP) $(BOOK_STAMP)
-	$(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --ignore=tests/test_browser.py --ignore=tests/test_pdf.py
+	rm -rf $(KEPT_RUNS)
+	DPBAYES_KEEP_RUNS=$(CURDIR)/$(KEPT_RUNS) $(BIN)/python -m pytest tests -q -p no:cacheprovider -n $(JOBS) --dist loadgroup --ignore=tests/test_browser.py --ignore=tests/test_pdf.py
 
 notebooks: $(STAMP)
 	rm -rf $(FRESH_FIGURES)
@@ -70,14 +75,24 @@ figures: $(STAMP)
 
 # The same validation on the narrow floating-point path: NumPy's SIMD dispatch limited to its
 # baseline and an older OpenBLAS core (tests/narrow_cpu.py), so that a machine with a wide vector
-# unit also checks what a reader's narrower CPU computes.
+# unit also checks what a reader's narrower CPU computes. Only the notebooks measured to differ
+# there are validated in full (tests/narrow-survey.json); every other one is run there at its test
+# parameters and must equal, exactly, its run of `make unit` (tests/test_narrow_guard.py).
 notebooks-narrow: $(STAMP)
 	rm -rf $(FRESH_FIGURES_NARROW)
 	DPBAYES_FIGURES_DIR=$(CURDIR)/$(FRESH_FIGURES_NARROW) $(BIN)/python tests/narrow_cpu.py \
-	  $(BIN)/python -m pytest $(NBVAL_FLAGS) -n $(JOBS) --dist loadfile chapters -q
+	  $(BIN)/python -m pytest $(NBVAL_FLAGS) -n $(JOBS) --dist loadfile $(NARROW_NOTEBOOKS) -q
+	DPBAYES_KEEP_RUNS=$(CURDIR)/$(KEPT_RUNS) $(BIN)/python tests/narrow_cpu.py \
+	  $(BIN)/python -m pytest tests/test_narrow_guard.py -q -p no:cacheprovider -n $(JOBS) -rs
 
 figures-narrow: $(STAMP)
-	DPBAYES_FRESH_FIGURES=$(CURDIR)/$(FRESH_FIGURES_NARROW) $(BIN)/python -m pytest tests/test_stored_figures.py -q -p no:cacheprovider -rs
+	DPBAYES_FRESH_FIGURES=$(CURDIR)/$(FRESH_FIGURES_NARROW) DPBAYES_FRESH_NOTEBOOKS="$(NARROW_NOTEBOOKS)" \
+	  $(BIN)/python -m pytest tests/test_stored_figures.py -q -p no:cacheprovider -rs
+
+# Which notebooks differ on the narrow path (every notebook at its defaults on both paths, about
+# 15-20 minutes): rewrites tests/narrow-survey.json; not part of `make test`.
+narrow-survey: $(STAMP)
+	$(BIN)/python tests/narrow_survey.py --jobs $(JOBS)
 
 # Debian's chromium, driven by Playwright through executable_path (no browser download).
 chromium:

@@ -57,6 +57,16 @@ def test_missing_and_extra_figures_are_reported(tmp_path, monkeypatch):
     assert len(problems) == 1 and "not stored" in problems[0].detail
 
 
+def test_a_run_of_some_notebooks_expects_only_their_figures(tmp_path, monkeypatch):
+    _make_figure(tmp_path / "a", monkeypatch)
+    (tmp_path / "b").mkdir()
+    drawn_by = json.loads((tmp_path / "a/00-test/fig0-demo.json").read_text())["notebook"]
+    assert figures.compare_figure_dirs(tmp_path / "a", tmp_path / "b", notebooks=["another.ipynb"]) == []
+    # the notebook that draws it ran, and the figure is missing: reported
+    problems = figures.compare_figure_dirs(tmp_path / "a", tmp_path / "b", notebooks=[drawn_by])
+    assert len(problems) == 1 and "not produced" in problems[0].detail
+
+
 def test_run_results_are_not_figures(tmp_path, monkeypatch):
     # save_results writes results-<name>.json beside the figures of a run; the run command never
     # stores them, so the stored-vs-fresh comparison must not ask for them

@@ -18,9 +18,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -28,15 +25,7 @@ import pytest
 from dpbayes.counting import geometric as counting_geometric
 from dpbayes.counting import metrics as counting_metrics
 from dpbayes.book.params import notebook_parameters
-
-ROOT = Path(__file__).resolve().parents[1]
-
-NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-
-
-def nondefault_values(notebook: Path) -> dict[str, str]:
-    """The non-default value of each declared parameter: its declared ``test`` clause."""
-    return {name: p.test for name, p in notebook_parameters(notebook).items() if p.test is not None}
+from notebook_runs import NOTEBOOKS, keep, nondefault_values, run_at_test_values
 
 
 def test_every_parameter_of_every_notebook_gets_a_nondefault_value() -> None:
@@ -122,11 +111,9 @@ CHECKS = {"01b-mse-vs-eps": _check_01b, "02a-sensitivity-privacy": _check_02a, "
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
 def test_notebook_with_nondefault_parameters_is_consistent(notebook: Path, tmp_path: Path) -> None:
     overrides = nondefault_values(notebook)
-    args = [a for name, text in overrides.items() for a in ("-p", name, text)]
-    result = subprocess.run([sys.executable, "-m", "dpbayes", "run", str(notebook.relative_to(ROOT)), *args,
-                             "--out", str(tmp_path), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    run_dir, result = run_at_test_values(notebook, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    assert run_dir != tmp_path, "the run left no single run folder"
     ran_with = json.loads((run_dir / "params.json").read_text())["parameters"]
     declared = notebook_parameters(notebook)
     values = {name: p.default for name, p in declared.items()} | ran_with
@@ -149,3 +136,4 @@ def test_notebook_with_nondefault_parameters_is_consistent(notebook: Path, tmp_p
         if declared[name].type in ("int", "float") and not isinstance(default, bool):
             assert not re.search(rf"\b{re.escape(name)} = {re.escape(format(default, 'g'))}\b", text), \
                 f"an output still says {name} = {default:g}"
+    keep(notebook, run_dir)  # for the narrow-path guard (test_narrow_guard.py)

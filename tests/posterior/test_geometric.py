@@ -225,3 +225,19 @@ def test_threshold_tolerance_barely_moves_the_uniform_prior():
     n = 20
     th = pg.binary_geometric_threshold(n, (1.0, 1.0))
     assert th.eps_star <= th.eps_star_exact < th.eps_star * 1.05
+
+
+@pytest.mark.parametrize("n, prior", [(1, (1.0, 1.0)), (7, (0.05, 0.05)), (300, (0.02, 3.0)), (1200, (1.0, 1.0))])
+def test_excess_by_recursions_equals_the_matrix_product(n, prior):
+    # _excess sums G C^T by two recursions; the optimum it divides by is the same as through the dense
+    # matrix product G (w L) with G the truncated geometric matrix
+    from dpbayes.core.geometric import truncated_geometric_logmatrix
+
+    L, w = pr.binary_loss_matrix(n, prior), pr.beta_binomial_data_prior(n, prior)
+    for eps in (0.01, 0.5, 3.0, 12.0):
+        G = np.exp(truncated_geometric_logmatrix(n, eps))
+        best = float((G @ (w[:, None] * L)).min(axis=1).sum())
+        primal = float(w @ (G * L.T).sum(axis=0))  # the geometric mechanism's own averaged loss
+        expected = max(primal / best - 1.0, 0.0)
+        got = pg._excess((w[:, None] * L).T, L, w, eps, primal, -1.0)
+        assert got == pytest.approx(expected, rel=1e-9, abs=1e-13), (n, eps)

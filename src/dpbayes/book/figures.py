@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -496,10 +496,18 @@ def compare_results(stored: Mapping[str, Any], fresh: Mapping[str, Any], name: s
                                {"data": dict(fresh)}, name)
 
 
-def compare_figure_dirs(stored_dir: Path, fresh_dir: Path, png_tol: float = PNG_RMS_TOLERANCE) -> list[FigureDifference]:
-    """Compare every stored figure with its fresh counterpart; report missing and extra figures too."""
+def compare_figure_dirs(stored_dir: Path, fresh_dir: Path, png_tol: float = PNG_RMS_TOLERANCE,
+                        notebooks: Collection[str] | None = None) -> list[FigureDifference]:
+    """Compare every stored figure with its fresh counterpart; report missing and extra figures too.
+
+    ``notebooks`` (file names): only the stored figures those notebooks draw are expected (a run of
+    some notebooks only, as on the narrow path).
+    """
     stored_dir, fresh_dir = Path(stored_dir), Path(fresh_dir)
     stored = _figure_stems(stored_dir)
+    if notebooks is not None:
+        names = set(notebooks)
+        stored = {rel for rel in stored if json.loads((stored_dir / rel).with_suffix(".json").read_text()).get("notebook") in names}
     fresh = _figure_stems(fresh_dir) if fresh_dir.exists() else set()
     problems: list[FigureDifference] = []
     for rel in sorted(stored - fresh):

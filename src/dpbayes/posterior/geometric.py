@@ -60,9 +60,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
+from scipy.signal import lfilter
 
 from dpbayes.ubapp.certificates import dual_lower_bound
-from dpbayes.core.geometric import truncated_geometric_logmatrix
+from dpbayes.core.geometric import geometric_row_factors
 from dpbayes.posterior.optimal import _check_eps_scan, beta_binomial_data_prior, binary_loss_matrix
 from dpbayes.core.validation import check_choice, check_int, check_positive
 
@@ -328,10 +329,18 @@ def relative_excess(L: ArrayLike, pi: ArrayLike, eps: float) -> float:
 
 
 def _excess(C: NDArray[np.float64], L: NDArray[np.float64], w: NDArray[np.float64], eps: float, primal: float, margin: float) -> float:
+    """The geometric mechanism's excess over its Bayes remap: ``best = sum_z min_j (G C^T)[z, j]`` with
+    ``G[z, x] = f[z] a^|z - x|``, whose products with ``C``'s rows are two first-order recursions along x
+    (``O(n^2)``, not the ``O(n^3)`` matrix product; the same sums to a few ulp, tested against it)."""
     if margin >= 0.0 or primal <= 0.0:
         return 0.0
-    G = np.exp(truncated_geometric_logmatrix(L.shape[0] - 1, eps))  # G[z, x] = P[z | x]
-    best = float((G @ (w[:, None] * L)).min(axis=1).sum())
+    n = L.shape[0] - 1
+    a = math.exp(-eps)
+    rows = np.ascontiguousarray(C)  # rows[j, x] = w[x] L[x, j]
+    sums = lfilter([1.0], [1.0, -a], rows, axis=1)  # sum_{x <= z} a^(z - x) rows[j, x]
+    sums += lfilter([0.0, a], [1.0, -a], rows[:, ::-1], axis=1)[:, ::-1]  # + sum_{x > z}
+    sums *= geometric_row_factors(n, eps)[None, :]
+    best = float(sums.min(axis=0).sum())
     return max(primal / best - 1.0, 0.0) if best > 0 else math.inf
 
 
