@@ -8,8 +8,8 @@ FRESH_FIGURES := _build/test-figures
 FRESH_FIGURES_NARROW := _build/test-figures-narrow
 # every notebook's run at its test parameters, kept by `make unit` for the narrow-path guard
 KEPT_RUNS := _build/nondefault-runs
-# the notebooks whose outputs differ on the narrow path (make narrow-survey measures them)
-NARROW_NOTEBOOKS = $(shell $(PYTHON) -c "import json; print(' '.join(json.load(open('tests/narrow-survey.json'))['differ']))")
+# the notebooks the narrow path validates in full: all but the guarded ones of tests/narrow-survey.json
+NARROW_NOTEBOOKS = $(shell $(PYTHON) tests/narrow_cpu.py --validated)
 # nbval with numbers compared to a tolerance (tests/nbval_numeric.py; rules in CONTRIBUTING.md)
 NBVAL_FLAGS := --nbval -p tests.nbval_numeric --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
 JOBS ?= 2
@@ -75,9 +75,9 @@ figures: $(STAMP)
 
 # The same validation on the narrow floating-point path: NumPy's SIMD dispatch limited to its
 # baseline and an older OpenBLAS core (tests/narrow_cpu.py), so that a machine with a wide vector
-# unit also checks what a reader's narrower CPU computes. Only the notebooks measured to differ
-# there are validated in full (tests/narrow-survey.json); every other one is run there at its test
-# parameters and must equal, exactly, its run of `make unit` (tests/test_narrow_guard.py).
+# unit also checks what a reader's narrower CPU computes. The guarded notebooks of tests/narrow-survey.json
+# (measured the same on both paths, and expensive) are run there at their test parameters instead and
+# must equal, exactly, their runs of `make unit` (tests/test_narrow_guard.py).
 notebooks-narrow: $(STAMP)
 	rm -rf $(FRESH_FIGURES_NARROW)
 	DPBAYES_FIGURES_DIR=$(CURDIR)/$(FRESH_FIGURES_NARROW) $(BIN)/python tests/narrow_cpu.py \

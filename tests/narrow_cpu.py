@@ -13,13 +13,14 @@ differ in the last bits. This wrapper sets
 
 checks in a child process that both took effect, prints one line saying what it set, and replaces
 itself with ``CMD ARGS...`` (``make test`` runs the notebook validation a second time this way).
-``--print`` only prints the settings.
+``--print`` only prints the settings; ``--validated`` the notebooks the narrow pass validates in full.
 """
 
 from __future__ import annotations
 
 import ctypes
 import glob
+import json
 import os
 import platform
 import subprocess
@@ -83,9 +84,23 @@ def _check() -> None:
         sys.exit(f"narrow_cpu: numba compiles for {config.CPU_NAME!r}, not 'generic'")
 
 
+def validated_notebooks() -> list[str]:
+    """The notebooks ``make notebooks-narrow`` validates in full: every one but the guarded ones of
+    ``tests/narrow-survey.json`` (those run at their test parameters only, ``tests/test_narrow_guard.py``)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "tests", "narrow-survey.json")) as fh:
+        guarded = set(json.load(fh)["guarded"])
+    notebooks = sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "chapters", "**", "*.ipynb"), recursive=True)
+                       if ".ipynb_checkpoints" not in p)
+    return [nb for nb in notebooks if nb not in guarded]
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--check"]:
         _check()
+        return
+    if argv[:1] == ["--validated"]:
+        print(" ".join(validated_notebooks()))
         return
     env = dict(os.environ, **narrow_environment())
     settings = ", ".join(f"{k}={env[k]!r}" for k in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "NUMBA_CPU_NAME") if k in env)

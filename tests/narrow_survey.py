@@ -79,16 +79,22 @@ def main() -> None:
     chosen = NOTEBOOKS if not args.only else [ROOT / p.resolve().relative_to(ROOT) for p in args.only]
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda nb: survey_one(nb, Path(tmp)), chosen))
-    details = json.loads(args.out.read_text())["details"] if args.only else {}
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+    details = previous.get("details", {}) if args.only else {}
     for r in results:
         details[r["notebook"]] = {"differing": r["differing"], "largest_relative_in_figures": r["largest_relative_in_figures"],
                                   "seconds": r["seconds"], "commit": commit, "measured_utc": when}
     order = [nb.relative_to(ROOT).as_posix() for nb in NOTEBOOKS]
     details = {k: details[k] for k in order if k in details}
+    differ = {k for k, d in details.items() if d["differing"]}
     record = {
         "what": "notebooks whose outputs or figure data differ between this machine's floating-point path and the narrow one "
                 "(tests/narrow_cpu.py), each run at its defaults on both (tests/narrow_survey.py)",
         "narrow_path": narrow_environment(),
+        # the choice of guarded notebooks and the guard's measured power are kept; one that now differs is validated in full
+        "guarded": [nb for nb in previous.get("guarded", []) if nb not in differ],
+        "guard_rule": previous.get("guard_rule", ""),
+        "guard_power": previous.get("guard_power", {}),
         "differ": [k for k, d in details.items() if d["differing"]],
         "same": [k for k, d in details.items() if not d["differing"]],
         "details": details,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
