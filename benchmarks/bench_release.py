@@ -25,6 +25,7 @@ CASES = {
     # name: (description, sizes of "new", sizes of "dense")
     "proportion-squared": ("OptimalProportionRelease, Beta(1, 1), squared loss, eps = 1", [10**k for k in range(2, 8)], [100, 1000, 5000]),
     "proportion-absolute": ("OptimalProportionRelease, Beta(1, 1), absolute loss, eps = 1", [10**k for k in range(2, 8)], [100, 1000]),
+    "proportion-absolute-prior": ("the same (absolute loss) with a Beta(2, 3) prior", [10**k for k in range(2, 8)], [100, 1000]),
     "proportion-absolute-eps0.1": ("the same (absolute loss, levels) at eps = 0.1", [10**5, 10**6], []),
     "proportion-absolute-eps0.01": ("the same (absolute loss, levels) at eps = 0.01", [10**5, 10**6], []),
     "proportion-absolute-window": ("the same by the per-z window method (the previous O(n/eps) code, kept as reference)", [10**k for k in range(2, 6)], []),
@@ -71,13 +72,14 @@ def run_case(name: str, n: int, variant: str, repeat: int) -> dict[str, float]:
             return release.OptimalProportionRelease(n, float(name.removeprefix("proportion-absolute-eps")), loss="absolute", estimand="theta").bayes_risk
         if name == "proportion-absolute-window":
             return median_remap.beta_posterior_median_remap_window(n, 1.0, 1.0, 1.0)[1]
-        if name == "proportion-squared" or name == "proportion-absolute":
+        if name in ("proportion-squared", "proportion-absolute", "proportion-absolute-prior"):
             loss = "squared" if name.endswith("squared") else "absolute"
+            prior = (2.0, 3.0) if name.endswith("prior") else (1.0, 1.0)
             if variant == "new":
-                return release.OptimalProportionRelease(n, 1.0, loss=loss, estimand="theta").bayes_risk
+                return release.OptimalProportionRelease(n, 1.0, prior=prior, loss=loss, estimand="theta").bayes_risk
             ref = release.OptimalProportionRelease.__new__(release.OptimalProportionRelease)
             ref.n, ref.epsilon, ref.loss, ref.estimand = n, 1.0, loss, "theta"
-            ref._init_beta_dense(1.0, 1.0)
+            ref._init_beta_dense(*prior)
             return ref.bayes_risk
         if name == "table-5":
             return release_table(records(n), list(records(n)), 1.0).attributes[0].worst_risk

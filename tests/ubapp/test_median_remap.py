@@ -3,7 +3,10 @@
 import numpy as np
 import pytest
 
+from dpbayes.core import compiled as compiled_switch
 from dpbayes.ubapp import median_remap
+
+_needs_numba = pytest.mark.skipif(not compiled_switch.HAVE_NUMBA, reason="numba not installed")
 
 
 def _mp_median_uniform_prior(n: int, eps: float, z: int, start: float) -> float:
@@ -76,3 +79,104 @@ def test_absolute_loss_falls_back_to_the_window_method_where_levels_cannot_certi
     ref, ref_risk = median_remap.beta_posterior_median_remap_window(4000, 1.0, 2000.0, 2000.0)
     np.testing.assert_allclose(est, ref, rtol=0, atol=5e-14)
     assert risk == pytest.approx(ref_risk, rel=1e-12)
+
+
+# Estimates and risk of beta_posterior_median_remap as computed before its memory / speed rework (commit
+# 5a1a169, NumPy path): (n, eps, (a, b)) -> (risk, {z: estimate}). The rework changed no arithmetic (the same
+# bits on the machine that stored these); the tolerance leaves room for another platform's libm and BLAS
+# rounding only: 4e-15 relative (18 ulps) on an estimate, 1e-14 on the risk. A mistake in a recursion,
+# a window or a sum moves them by far more (the perturbations tried are in the commit message).
+_BEFORE_THE_REWORK = {
+    (1000, 1.0, (1.0, 1.0)): (0.009968140309576339, {0: 0.0010950680605478604, 1: 0.001828549231303886, 2: 0.002711961467455784, 5: 0.00563681360992668, 10: 0.010634051304349518, 142: 0.1424750976819266, 333: 0.33322195353258344, 500: 0.5000000000000001, 666: 0.6657793749217723, 995: 0.9943631863900728, 999: 0.9981714507686966, 1000: 0.9989049319394518}),
+    (1000, 0.1, (2.0, 3.0)): (0.015411987418839956, {0: 0.017226178933593295, 1: 0.017254099175089188, 2: 0.01732753029573172, 5: 0.01789764229233719, 10: 0.019999487784795735, 142: 0.14372015707239139, 333: 0.33320503132454155, 500: 0.4991710944027322, 666: 0.6640710419342057, 995: 0.9721330799149164, 999: 0.9722898284527016, 1000: 0.9722932018274938}),
+    (100000, 1.0, (2.0, 3.0)): (0.0011147152418863448, {0: 2.6549597372967718e-05, 1: 3.309560411959893e-05, 2: 4.1357752934359274e-05, 5: 6.916775979196078e-05, 1030: 0.010316234360080567, 14285: 0.14286047673850583, 33333: 0.33333222222764763, 50000: 0.49999499984843276, 66666: 0.666647777810524, 99995: 0.9999185604954759, 99999: 0.9999525328914641, 100000: 0.9999576990695072}),
+    (100000, 0.1, (1.0, 1.0)): (0.000998331059728366, {0: 7.283722579112761e-05, 1: 7.466359447347616e-05, 2: 7.787846134502951e-05, 5: 9.308318524902229e-05, 1030: 0.010306304840123777, 14285: 0.14285474326934186, 33333: 0.33333221735339447, 50000: 0.49999999999999806, 66666: 0.666657782779575, 99995: 0.9999069168147564, 99999: 0.9999253364055262, 100000: 0.9999271627742066}),
+    (2000000, 1.0, (1.0, 1.0)): (0.0002215574563349116, {0: 5.482709778741474e-07, 1: 9.154745814421924e-07, 2: 1.3577360485876806e-06, 5: 2.8220504624041314e-06, 20618: 0.010309326453562688, 285714: 0.14285723809475534, 666666: 0.333333111111152, 1000000: 0.5000000000000101, 1333333: 0.6666663888891768, 1999995: 0.9999971779495377, 1999999: 0.9999990845254182, 2000000: 0.9999994517290222}),
+    (2000000, 1.0, (2.0, 3.0)): (0.00024925165253192224, {0: 1.3275492704372234e-06, 1: 1.654862198022525e-06, 2: 2.0679866793040658e-06, 5: 3.458545039903053e-06, 20618: 0.01030981103224332, 285714: 0.1428575238103943, 666666: 0.3333331111114768, 1000000: 0.4999997499996243, 1333333: 0.666665888888597, 1999995: 0.999995927848721, 1999999: 0.999997626536456, 2000000: 0.9999978848546358}),
+}
+
+
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=_needs_numba)], ids=["numpy", "compiled"])
+@pytest.mark.parametrize("case", list(_BEFORE_THE_REWORK), ids=lambda c: f"n{c[0]}-eps{c[1]}-beta{c[2][0]:g},{c[2][1]:g}")
+def test_absolute_loss_remap_unchanged_by_the_rework(case, compiled):
+    """Both paths (NumPy and the optional compiled kernel sums) against the stored values."""
+    n, eps, (a, b) = case
+    risk_before, estimates_before = _BEFORE_THE_REWORK[case]
+    previous = compiled_switch.use_compiled(compiled)
+    try:
+        est, risk = median_remap.beta_posterior_median_remap(n, eps, a, b)
+    finally:
+        compiled_switch.use_compiled(previous)
+    z = np.array(list(estimates_before))
+    np.testing.assert_allclose(est[z], list(estimates_before.values()), rtol=4e-15, atol=0)
+    assert risk == pytest.approx(risk_before, rel=1e-14, abs=0)
+
+
+@pytest.mark.parametrize(("n", "eps", "ab"), [(5000, 1.0, (1.0, 1.0)), (20000, 0.1, (2.0, 3.0)), (4000, 1.0, (2000.0, 2000.0)), (3000, 2.0, (400.0, 400.0))])
+def test_chunked_sweeps_are_the_one_array_bits(monkeypatch, n, eps, ab):
+    """The log weights, windows and starting levels, computed in chunks of 1000 (a partial last chunk),
+    are the same bits as in one chunk (the one-array arithmetic), including a prior whose linear kernel
+    sums underflow (the log-space windows) and one above the Pochhammer range (``max(a, b) > 30``)."""
+    from dpbayes.ubapp.optimal import betabinom_logpmf, beta_posterior_mean_remap
+
+    a, b = ab
+
+    def sweeps():
+        log_w = median_remap._betabinom_logpmf_all(n, a, b)
+        log_w -= np.max(log_w)
+        _, hu, J = median_remap._level_grid(n, a, b)
+        return (log_w, *median_remap._posterior_windows(log_w, eps), median_remap._posterior_mean_levels(n, eps, a, b, log_w, hu, J))
+
+    whole = sweeps()
+    monkeypatch.setattr(median_remap, "_SWEEP_CHUNK", 1000)
+    pieces = sweeps()
+    for got, ref in zip(pieces, whole):
+        assert got.tobytes() == ref.tobytes()
+    assert whole[0].tobytes() == (betabinom_logpmf(np.arange(n + 1.0), n, a, b) - np.max(betabinom_logpmf(np.arange(n + 1.0), n, a, b))).tobytes()
+    _, hu, J = median_remap._level_grid(n, a, b)
+    assert whole[3].tobytes() == median_remap._level_of(beta_posterior_mean_remap(n, eps, a, b)[0], hu, J).astype(np.int32).tobytes()
+    if a == 2000.0:  # the log-space windows were taken
+        log_w = whole[0]
+        assert np.min(np.exp(log_w[: n // 4])) < 1e-280
+
+
+@_needs_numba
+@pytest.mark.parametrize(("n", "eps", "ab"), [(3000, 1.0, (1.0, 1.0)), (20000, 0.05, (2.0, 3.0)), (4000, 1.0, (2000.0, 2000.0))])
+def test_compiled_kernel_sums_are_the_numpy_bits(n, eps, ab):
+    """The compiled lane-by-lane kernel sums give the NumPy path's bits (the whole remap, both switches)."""
+    results = []
+    for use in (False, True):
+        previous = compiled_switch.use_compiled(use)
+        try:
+            results.append(median_remap.beta_posterior_median_remap(n, eps, *ab))
+        finally:
+            compiled_switch.use_compiled(previous)
+    assert results[0][0].tobytes() == results[1][0].tobytes()
+    assert results[0][1] == results[1][1]
+
+
+def test_absolute_loss_remap_memory():
+    """Traced memory at n = 10**6: the peak within the design's arrays of n + 1 numbers (the log weights, the
+    estimates and one float64 scratch array, the two int32 windows: 4 float64 arrays' worth) plus the
+    blocks' working set (bounded by ``_LEVEL_ENTRIES``, not by n: about 40 MB, 48 MB allowed); after the
+    call only the estimates are left (no reference cycle keeps a scratch array alive)."""
+    import gc
+    import tracemalloc
+
+    n = 10**6
+    median_remap.beta_posterior_median_remap(1000, 1.0, 2.0, 3.0)  # first-call costs outside the count
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()  # a cycle would hold its arrays until a collection
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        est, _ = median_remap.beta_posterior_median_remap(n, 1.0, 2.0, 3.0)
+        after, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        if was_enabled:
+            gc.enable()
+    array = 8.0 * (n + 1)
+    assert after - before < est.nbytes + 1e6
+    assert peak - before < 4.0 * array + 48e6

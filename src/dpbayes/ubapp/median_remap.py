@@ -11,19 +11,24 @@ Done densely that is ``O(n^2)``. Here it is ``O(n)`` (up to logarithms): each ``
 counts whose mixture weight is not negligible (:func:`beta_posterior_median_remap_window`, with a
 stated neglected share), and for large ``n`` the mixture's distribution function is expanded in
 Taylor series around shared expansion levels in ``t`` (:func:`beta_posterior_median_remap`), with the
-window method as the fallback where an expansion is not trusted. The squared-loss counterpart (the
-posterior mean) is :func:`dpbayes.ubapp.optimal.beta_posterior_mean_remap`; the release that uses both is
-:class:`dpbayes.release.statistic.OptimalProportionRelease`.
+window method as the fallback where an expansion is not trusted; its memory is that of the log weights,
+the windows and the estimates (about three arrays of ``n + 1`` float64), the rest going chunk by chunk.
+The squared-loss counterpart (the posterior mean) is :func:`dpbayes.ubapp.optimal.beta_posterior_mean_remap`;
+the release that uses both is :class:`dpbayes.release.statistic.OptimalProportionRelease`.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
 from dpbayes.core._extras import lazy_module
-from dpbayes.core.geometric import geometric_kernel_sums, geometric_row_factors
+from dpbayes.core.compiled import compile_kernel, compiled_enabled
+from dpbayes.core.geometric import geometric_kernel_sums_by_chunk, geometric_log_normalisers
 from dpbayes.ubapp.optimal import _log_poch, _log_space_mean_offset, betabinom_logpmf
 
 optimize = lazy_module("scipy.optimize")
@@ -53,7 +58,36 @@ _WINDOW_TOL = 1e-20
 _CHUNK_ENTRIES = 1 << 20  # (z, y) entries of one block of the absolute-loss remap (8 MB per array)
 
 
-def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+_SWEEP_CHUNK = 1 << 16  # z per chunk of the sweeps over all counts (0.5 MB per float64 array)
+
+
+def _chunk_bounds(n: int, chunk: int = _SWEEP_CHUNK) -> list[tuple[int, int]]:
+    """``[(lo, hi), ...]`` covering ``0..n`` in increasing chunks of at most ``chunk`` counts."""
+    return [(lo, min(lo + chunk, n + 1)) for lo in range(0, n + 1, chunk)]
+
+
+def _window_levels_by_chunk(
+    log_w: NDArray[np.float64], eps: float, bounds: list[tuple[int, int]], right_entering: list[NDArray[np.float64]]
+) -> Iterator[tuple[int, int, NDArray[np.float64]]]:
+    """``log sum_y a^|z - y| w_y`` (linear-scale recursions) for the ``z`` of each chunk, in increasing order.
+
+    The arithmetic of the one-array filters of ``_posterior_windows`` (``lfilter`` continued with ``zi``
+    gives the same bits): the left sum runs forward through the chunks; the right sum of each chunk
+    restarts from ``right_entering[k]``, the state that the backward pass left on entering it.
+    """
+    from scipy.signal import lfilter
+
+    a = float(np.exp(-eps))
+    left_state = np.zeros(1)
+    for k, (lo, hi) in enumerate(bounds):
+        with np.errstate(under="ignore"):
+            w = np.exp(log_w[lo:hi])
+        level, left_state = lfilter([1.0], [1.0, -a], w, zi=left_state)  # sum_{y <= z} a^(z - y) w_y
+        level += lfilter([0.0, a], [1.0, -a], w[::-1], zi=right_entering[k])[0][::-1]  # + sum_{y > z}
+        yield lo, hi, level
+
+
+def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
     """``[lo[z], hi[z]]``: the counts ``y`` whose share of ``P(z) = sum_y G[z, y] w_y`` is not negligible.
 
     A count is kept when ``w_y a^|z - y| >= _WINDOW_TOL / (n + 1) * sum_y' w_y' a^|z - y'|``; the
@@ -62,52 +96,151 @@ def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[
     place the threshold: they come from two first-order recursions in linear scale (``log_w <= 0``
     with maximum 0), or from cumulative ``logaddexp`` when some of them fall below ``1e-280``. The
     second binary search of each side runs only on the ``z`` whose first one lands on the wrong side.
+
+    Memory: besides ``log_w``, one array of ``n + 1`` float64 (the maxima searched) and the two int32
+    results; the thresholds are recomputed chunk by chunk for each side (the same bits), and each
+    chunk's keys are searched in the part of the maxima that holds their answers (the same indices as a
+    search of the whole array, in cache).
     """
     from scipy.signal import lfilter
 
     n = log_w.size - 1
     a = float(np.exp(-eps))
-    eps_y = eps * np.arange(n + 1, dtype=float)
-    with np.errstate(under="ignore"):
-        w = np.exp(log_w)
-    level = lfilter([1.0], [1.0, -a], w)  # sum_{y <= z} a^(z - y) w_y
-    level += lfilter([0.0, a], [1.0, -a], w[::-1])[::-1]  # + sum_{y > z}
-    del w
-    if np.min(level) > 1e-280:
-        np.log(level, out=level)
-    else:  # log space where the linear sums underflow
-        A = log_w + eps_y
-        level = np.logaddexp.accumulate(A) - eps_y
-        del A
-        B = log_w - eps_y
-        right = np.logaddexp.accumulate(B[::-1])[::-1]
-        del B
-        right[:-1] = right[1:]
-        right[-1] = -np.inf
-        right += eps_y
-        np.logaddexp(level, right, out=level)
-        del right
-    level += np.log(_WINDOW_TOL) - np.log(n + 1.0)
-    z = np.arange(n + 1)
+    bounds = _chunk_bounds(n)
+    right_entering = [np.zeros(1) for _ in bounds]
+    state = np.zeros(1)
+    for k in range(len(bounds) - 1, 0, -1):  # backward: the state entering each chunk from the right
+        lo_k, hi_k = bounds[k]
+        with np.errstate(under="ignore"):
+            w = np.exp(log_w[lo_k:hi_k])
+        state = lfilter([0.0, a], [1.0, -a], w[::-1], zi=state)[1]
+        right_entering[k - 1] = state.copy()
+    shift = np.log(_WINDOW_TOL) - np.log(n + 1.0)
+    log_space: list[NDArray[np.float64]] = []  # the thresholds in log space, once a linear sum is below 1e-280
+
+    def thresholds() -> Iterator[tuple[int, int, NDArray[np.float64] | None]]:
+        """``(lo, hi, level)`` per chunk: the log threshold of each ``z``; ``level`` None where the linear
+        sums underflow (the sweep then starts again in log space)."""
+        if log_space:
+            for lo_k, hi_k in bounds:
+                yield lo_k, hi_k, log_space[0][lo_k:hi_k]
+            return
+        for lo_k, hi_k, level in _window_levels_by_chunk(log_w, eps, bounds, right_entering):
+            if not np.min(level) > 1e-280:
+                yield lo_k, hi_k, None
+                return
+            np.log(level, out=level)
+            level += shift
+            yield lo_k, hi_k, level
+
+    pre = np.empty(n + 1)
+
+    def prefix_max(sign: float, reverse: bool) -> None:
+        """``pre`` = prefix maxima of ``log w_y + sign eps y`` (of the reversed sequence with ``reverse``)."""
+        top = -np.inf
+        for lo_k, hi_k in bounds:
+            ys = n - np.arange(lo_k, hi_k, dtype=float) if reverse else np.arange(lo_k, hi_k, dtype=float)
+            seg = (log_w[n - lo_k:n - hi_k if hi_k <= n else None:-1] if reverse else log_w[lo_k:hi_k]) + sign * (eps * ys)
+            np.maximum.accumulate(seg, out=seg)
+            np.maximum(seg, top, out=pre[lo_k:hi_k])
+            top = float(pre[hi_k - 1])
+
+    def search_in_range(keys: NDArray[np.float64]) -> NDArray[np.int64]:
+        """``np.searchsorted(pre, keys, side="left")``, in the part of ``pre`` that holds the answers."""
+        if keys.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if np.isnan(keys).any():  # NaN sorts last: no part of pre bounds its answer
+            return np.searchsorted(pre, keys, side="left")
+        first, last = np.searchsorted(pre, [np.min(keys), np.max(keys)], side="left")
+        return first + np.searchsorted(pre[first:last], keys, side="left")
+
+    def search(keys: NDArray[np.float64], step: int = 0) -> NDArray[np.int64]:
+        """``np.searchsorted(pre, keys, side="left")``. With ``step`` (+1 or -1, the keys of consecutive ``z``),
+        the answers are first guessed as the first key's answer plus ``step`` per key (a window that moves
+        with ``z``) and kept where ``pre[i - 1] < key <= pre[i]`` says they are the answer; the other keys
+        are searched in the part of ``pre`` that holds their answers (the same indices either way)."""
+        if not step or keys.size == 0:
+            return search_in_range(keys)
+        got = np.searchsorted(pre, keys[0], side="left") + step * np.arange(keys.size)
+        inside = (got >= 1) & (got <= n)
+        at = np.clip(got, 1, n)
+        hit = inside & (pre[at - 1] < keys) & (pre[at] >= keys)  # (False for a NaN key)
+        miss = np.flatnonzero(~hit)
+        if miss.size:
+            got[miss] = search_in_range(keys[miss])
+        return got
+
+    lo = np.empty(n + 1, dtype=np.int32)
+    hi = np.empty(n + 1, dtype=np.int32)
     # first y (overall) with A_y = log w_y + eps y >= level + eps z: kept on the left of z if it is <= z;
     # otherwise the first y >= z with B_y = log w_y - eps y >= level - eps z
-    pre = np.maximum.accumulate(log_w + eps_y)
-    lo = np.searchsorted(pre, level + eps_y, side="left")
-    need = np.flatnonzero(lo > z)
-    np.maximum.accumulate(log_w - eps_y, out=pre)
-    lo[need] = np.maximum(np.searchsorted(pre, level[need] - eps_y[need], side="left"), need)
+    prefix_max(1.0, False)
+    need: list[NDArray[np.int64]] = []
+    keys: list[NDArray[np.float64]] = []
+    for lo_k, hi_k, level in thresholds():
+        if level is None:  # the linear sums underflow: this sweep again in log space
+            log_space.append(_log_space_window_levels(log_w, eps) + shift)
+            need, keys = [], []
+            for lo_k, hi_k, level in thresholds():
+                assert level is not None
+                _first_side(lo, lo_k, hi_k, level, eps, n, search, need, keys)
+            break
+        _first_side(lo, lo_k, hi_k, level, eps, n, search, need, keys)
+    need_z, need_keys = np.concatenate(need), np.concatenate(keys)
+    if need_z.size:
+        prefix_max(-1.0, False)
+        lo[need_z] = np.maximum(search(need_keys), need_z)
     # last y with B_y >= level - eps z: kept on the right of z if it is >= z; otherwise the last y <= z
     # with A_y >= level + eps z (reversed suffix maxima)
-    np.maximum.accumulate((log_w - eps_y)[::-1], out=pre)
-    hi = n - np.searchsorted(pre, level - eps_y, side="left")
-    need = np.flatnonzero(hi < z)
-    np.maximum.accumulate((log_w + eps_y)[::-1], out=pre)
-    hi[need] = np.minimum(n - np.searchsorted(pre, level[need] + eps_y[need], side="left"), need)
-    del pre, level, eps_y, z
+    prefix_max(-1.0, True)
+    need, keys = [], []
+    for lo_k, hi_k, level in thresholds():
+        assert level is not None  # the same sums as in the first sweep
+        eps_z = eps * np.arange(lo_k, hi_k, dtype=float)
+        got = n - search(level - eps_z, -1)
+        hi[lo_k:hi_k] = np.maximum(got, -1)
+        wrong = np.flatnonzero(got < np.arange(lo_k, hi_k))
+        need.append(wrong + lo_k)
+        keys.append(level[wrong] + eps_z[wrong])
+    need_z, need_keys = np.concatenate(need), np.concatenate(keys)
+    if need_z.size:
+        prefix_max(1.0, True)
+        hi[need_z] = np.minimum(n - search(need_keys), need_z)
     np.clip(lo, 0, n, out=lo)
     np.clip(hi, 0, n, out=hi)
     np.maximum(hi, lo, out=hi)
-    return lo.astype(np.int64, copy=False), hi.astype(np.int64, copy=False)
+    return lo, hi
+
+
+def _first_side(
+    lo: NDArray[np.int32], lo_k: int, hi_k: int, level: NDArray[np.float64], eps: float, n: int,
+    search: Callable[[NDArray[np.float64], int], NDArray[np.int64]], need: list[NDArray[np.int64]], keys: list[NDArray[np.float64]],
+) -> None:
+    """The first search of the left ends for the ``z`` in ``lo_k..hi_k - 1`` (``_posterior_windows``); the
+    ``z`` whose answer lies right of ``z`` and their keys of the second search go to ``need`` and ``keys``."""
+    eps_z = eps * np.arange(lo_k, hi_k, dtype=float)
+    got = search(level + eps_z, 1)
+    lo[lo_k:hi_k] = np.minimum(got, n + 1)
+    wrong = np.flatnonzero(got > np.arange(lo_k, hi_k))
+    need.append(wrong + lo_k)
+    keys.append(level[wrong] - eps_z[wrong])
+
+
+def _log_space_window_levels(log_w: NDArray[np.float64], eps: float) -> NDArray[np.float64]:
+    """``log sum_y a^|z - y| w_y`` for every ``z`` by cumulative ``logaddexp`` (where the linear sums underflow)."""
+    n = log_w.size - 1
+    eps_y = eps * np.arange(n + 1, dtype=float)
+    A = log_w + eps_y
+    level = np.logaddexp.accumulate(A) - eps_y
+    del A
+    B = log_w - eps_y
+    right = np.logaddexp.accumulate(B[::-1])[::-1]
+    del B
+    right[:-1] = right[1:]
+    right[-1] = -np.inf
+    right += eps_y
+    np.logaddexp(level, right, out=level)
+    return level
 
 
 def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple[NDArray[np.float64], float]:
@@ -127,6 +260,12 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     are solved by :func:`beta_posterior_median_remap_window`, the direct per-``z`` method. Tests
     compare both with the dense ``O(n^2)`` reference and check that the median is monotone in ``z``.
 
+    Memory: the scaled log weights and the estimates (``n + 1`` float64 each), the windows (two int32
+    arrays of ``n + 1``), and, while the windows are found, one more float64 array; everything else is
+    formed chunk by chunk or block by block (a few tens of MB): about 300 MB at ``n = 10^7``. The risk
+    is summed block by block (``math.fsum`` of the blocks' sums). With the optional compiled kernels
+    (:mod:`dpbayes.core.compiled`) the kernel sums of the blocks run compiled, with the same bits.
+
     Returns
     -------
     estimates : ndarray, shape (n + 1,)
@@ -134,58 +273,98 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     risk : float
         Exact Bayes risk ``E|theta - estimate|``.
     """
-    y_all = np.arange(n + 1, dtype=float)
-    log_w = _betabinom_logpmf_all(y_all, n, a, b)
+    log_w = _betabinom_logpmf_all(n, a, b)
     scale_log = float(np.max(log_w))
     log_w -= scale_log
-    lbeta = special.betaln(a + y_all, b + n - y_all)
-    del y_all
     lo_all, hi_all = _posterior_windows(log_w, eps)
-    estimates, risk_z = _median_by_levels(
-        n, eps, a, b, log_w, lo_all, hi_all, lbeta, _posterior_mean_guess(n, eps, a, b, log_w)
+    _, hu, J = _level_grid(n, a, b)
+    estimates, risk_parts = _median_by_levels(
+        n, eps, a, b, log_w, lo_all, hi_all, _posterior_mean_levels(n, eps, a, b, log_w, hu, J)
     )
     rest = np.flatnonzero(~np.isfinite(estimates))
     if rest.size:
-        est_rest, risk_rest = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, lbeta, rest)
-        estimates[rest], risk_z[rest] = est_rest, risk_rest
-    return estimates, float(np.exp(scale_log) * np.sum(risk_z))
+        estimates[rest], risk_rest = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, rest)
+        risk_parts.append(float(np.sum(risk_rest)))
+    return estimates, float(np.exp(scale_log) * math.fsum(risk_parts))
 
 
-def _betabinom_logpmf_all(y_all: NDArray[np.float64], n: int, a: float, b: float) -> NDArray[np.float64]:
-    """:func:`dpbayes.ubapp.optimal.betabinom_logpmf` at ``y_all = 0, 1, ..., n``, bit for bit, without the
+def _betabinom_logpmf_all(n: int, a: float, b: float) -> NDArray[np.float64]:
+    """:func:`dpbayes.ubapp.optimal.betabinom_logpmf` at ``y = 0, 1, ..., n``, bit for bit, without the
     Pochhammer factors of exponent 0 (``a = 1`` or ``b = 1``: ``log poch(x, 0) = 0`` exactly), which
-    cost two thirds of that function for a uniform prior."""
+    cost two thirds of that function for a uniform prior. Computed chunk by chunk into one array
+    (elementwise: the same bits), so that no other array of ``n + 1`` numbers is formed."""
+    out = np.empty(n + 1)
     if max(a, b) > 30.0:
-        return betabinom_logpmf(y_all, n, a, b)
-    out = _log_poch(y_all + 1.0, a - 1.0) if a != 1.0 else np.zeros(n + 1)
-    if b != 1.0:
-        out += _log_poch(n - y_all + 1.0, b - 1.0)
-    else:
-        out += 0.0  # the sum with log poch(x, 0) = 0, as in betabinom_logpmf
-    if a + b != 1.0:
-        out -= _log_poch(np.array([n + 1.0]), a + b - 1.0)[0]
-    else:
-        out -= 0.0
-    out -= special.betaln(a, b)
+        for lo, hi in _chunk_bounds(n):
+            out[lo:hi] = betabinom_logpmf(np.arange(lo, hi, dtype=float), n, a, b)
+        return out
+    log_norm = _log_poch(np.array([n + 1.0]), a + b - 1.0)[0] if a + b != 1.0 else 0.0
+    log_beta = special.betaln(a, b)
+    for lo, hi in _chunk_bounds(n):
+        y = np.arange(lo, hi, dtype=float)
+        part = _log_poch(y + 1.0, a - 1.0) if a != 1.0 else np.zeros(hi - lo)
+        if b != 1.0:
+            part += _log_poch(n - y + 1.0, b - 1.0)
+        else:
+            part += 0.0  # the sum with log poch(x, 0) = 0, as in betabinom_logpmf
+        part -= log_norm
+        part -= log_beta
+        out[lo:hi] = part
     return out
 
 
-def _posterior_mean_guess(n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``E[theta | z]``, the starting points of ``_median_by_levels``: the estimates of
-    :func:`dpbayes.ubapp.optimal.beta_posterior_mean_remap` by the same arithmetic, from the already scaled
-    Beta-binomial log weights ``log_w`` (maximum 0) and without that function's second moment and risk."""
-    with np.errstate(under="ignore"):
-        w = np.exp(log_w)
-    s0, s1 = geometric_kernel_sums(w, eps, 1)
-    del w
-    ok = s0 > 1e-280
-    shift = np.zeros(n + 1)
-    shift[ok] = s1[ok] / s0[ok]
-    if not np.all(ok):
-        shift[~ok] = _log_space_mean_offset(log_w, eps)[~ok]
-    shift += a + np.arange(n + 1, dtype=float)
-    shift /= a + b + n
-    return shift
+def _level_grid(n: int, a: float, b: float) -> tuple[float, float, int]:
+    """``(N, hu, J)`` of ``_median_by_levels``: ``N = n + a + b``, the levels ``t = sin(j hu)^2`` (``j =
+    1..J - 1``) ``_LEVEL_STEP`` component standard deviations apart."""
+    N = n + a + b
+    hu = _LEVEL_STEP / (2.0 * np.sqrt(N))
+    return N, float(hu), int(np.floor(0.5 * np.pi / hu))
+
+
+def _level_of(t: NDArray[np.float64], hu: float, J: int) -> NDArray[np.int64]:
+    """The level nearest each ``t`` (in ``arcsin(sqrt(t))``), clipped to ``1..J - 1``."""
+    return np.clip(np.rint(np.arcsin(np.sqrt(np.clip(t, 0.0, 1.0))) / hu), 1, max(J - 1, 1)).astype(np.int64)
+
+
+def _posterior_mean_levels(
+    n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64], hu: float, J: int
+) -> NDArray[np.int32]:
+    """The level of ``E[theta | z]`` for every ``z``: the starting points of ``_median_by_levels``.
+
+    The posterior means are those of :func:`dpbayes.ubapp.optimal.beta_posterior_mean_remap`, by the same
+    arithmetic (:func:`dpbayes.core.geometric.geometric_kernel_sums_by_chunk`, whose chunks give the bits
+    of the one-array sums), from the already scaled Beta-binomial log weights ``log_w`` (maximum 0);
+    each chunk is turned into level indices at once, so that only those (int32) fill an array of
+    ``n + 1``."""
+    levels = np.empty(n + 1, dtype=np.int32)
+    log_offset: NDArray[np.float64] | None = None
+
+    def weights(lo: int, hi: int) -> NDArray[np.float64]:
+        with np.errstate(under="ignore"):
+            return np.exp(log_w[lo:hi])
+
+    for lo, hi, (s0, s1) in geometric_kernel_sums_by_chunk(weights, n, eps, 1):
+        ok = s0 > 1e-280
+        shift = np.zeros(hi - lo)
+        shift[ok] = s1[ok] / s0[ok]
+        if not np.all(ok):  # E[y | z] - z in log space where P(z) underflows (a concentrated prior)
+            if log_offset is None:
+                log_offset = _log_space_mean_offset(log_w, eps)
+            shift[~ok] = log_offset[lo:hi][~ok]
+        shift += a + np.arange(lo, hi, dtype=float)
+        shift /= a + b + n
+        levels[lo:hi] = _level_of(shift, hu, J)
+    return levels
+
+
+def _row_factors_at(z: NDArray[np.int64], n: int, eps: float) -> NDArray[np.float64]:
+    """``geometric_row_factors(n, eps)[z]`` without that array of ``n + 1`` numbers (the same values)."""
+    log_interior, log_end = geometric_log_normalisers(eps)
+    f = np.full(z.shape, np.exp(log_interior))
+    f[(z == 0) | (z == n)] = np.exp(log_end)
+    if n == 0:
+        f[:] = 1.0
+    return f
 
 
 def beta_posterior_median_remap_window(n: int, eps: float, a: float, b: float) -> tuple[NDArray[np.float64], float]:
@@ -203,22 +382,19 @@ def beta_posterior_median_remap_window(n: int, eps: float, a: float, b: float) -
     """
     y_all = np.arange(n + 1, dtype=float)
     log_w = betabinom_logpmf(y_all, n, a, b)
+    del y_all
     scale_log = float(np.max(log_w))
     log_w = log_w - scale_log
     lo_all, hi_all = _posterior_windows(log_w, eps)
-    lbeta = special.betaln(a + y_all, b + n - y_all)
-    estimates, risk_z = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, lbeta, np.arange(n + 1))
+    estimates, risk_z = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, np.arange(n + 1))
     return estimates, float(np.exp(scale_log) * np.sum(risk_z))
 
 
 def _window_median_rows(
-    n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64], lo_all: NDArray[np.int64],
-    hi_all: NDArray[np.int64], lbeta: NDArray[np.float64], rows: NDArray[np.int64],
+    n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64], lo_all: NDArray[np.int32],
+    hi_all: NDArray[np.int32], rows: NDArray[np.int64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Median and ``sum_y P(z, y) E|theta - m_z| / exp(max log w)`` for the ``z`` in ``rows``, window sums."""
-    y_all = np.arange(n + 1, dtype=float)
-    alpha_all, beta_all = a + y_all, b + n - y_all
-    log_c = np.log(geometric_row_factors(n, eps))
     estimates = np.empty(rows.size)
     risk_z = np.empty(rows.size)
     i0 = 0
@@ -235,11 +411,14 @@ def _window_median_rows(
         ys = lo_all[z, None] + np.arange(width)[None, :]
         valid = ys <= hi_all[z, None]
         ys = np.minimum(ys, n)
-        log_joint = np.where(valid, log_c[z, None] + log_w[ys] - eps * np.abs(ys - z[:, None]), -np.inf)
+        log_c = np.log(_row_factors_at(z, n, eps))
+        log_joint = np.where(valid, log_c[:, None] + log_w[ys] - eps * np.abs(ys - z[:, None]), -np.inf)
         top = np.max(log_joint, axis=1, keepdims=True)
         joint = np.exp(log_joint - top)
         p = joint / joint.sum(axis=1, keepdims=True)  # P(y | z) on the window
-        al, be, lb = alpha_all[ys], beta_all[ys], lbeta[ys]
+        yf = ys.astype(float)
+        al, be = a + yf, b + n - yf
+        lb = special.betaln(al, be)
         t = _mixture_median(p, al, be, lb)
         estimates[i0:i1] = t
         # exact risk of the block: sum_y P(z, y) E|theta - m_z| for theta ~ Beta(al, be)
@@ -317,55 +496,100 @@ _LEVEL_MIN_ROWS = 8  # levels per block at least (wide windows: fewer blocks, le
 
 
 def _kernel_sums_at(
-    seqs: NDArray[np.float64], eps: float, row_of: NDArray[np.int64], col: NDArray[np.int64], c0: int, c1: int,
+    groups: list[tuple[NDArray[np.float64], int]], eps: float, row_of: NDArray[np.int64], col: NDArray[np.int64], c0: int, c1: int,
 ) -> NDArray[np.float64]:
-    """``sum_y a^|c - y| seqs[s, r, y]`` (``a = e^-eps``) at ``(r, c) = (row_of[i], col[i])``: shape ``(S, len(col))``.
+    """``sum_y a^|c - y| seqs[s, r, y]`` (``a = e^-eps``) at ``(r, c) = (row_of[i], col[i])`` for every sequence
+    of every group: shape ``(S, len(col))``, ``S`` the number of sequences (the groups' in order).
 
-    All wanted columns lie in ``[c0, c1]``. The parts of the rows outside that segment enter through
-    two tail sums per row and sequence, ``L = sum_(y < c0) a^(c0 - 1 - y) s_y`` and ``R = sum_(y > c1)
-    a^(y - c1) s_y`` (two matrix-vector products against the kernel's powers ``e^(-eps m)``); inside the
-    segment two first-order recursions (``lfilter`` started from the tails) give ``left[c] = s_c + a
-    left[c - 1]`` and ``right[c] = a (s_(c + 1) + right[c + 1])``. The recursions thus run over the
-    ``z`` of the levels only, not over their whole windows (about ``92 / eps`` wider).
+    A group is ``(seqs, offset)``, ``seqs`` of shape ``(n_seq, n_row, width)`` (contiguous) whose column
+    ``j`` is the block's column ``offset + j``. All wanted columns lie in ``[c0, c1]`` (block columns). The
+    parts of the rows outside that segment enter through two tail sums per row and sequence, ``L =
+    sum_(y < c0) a^(c0 - 1 - y) s_y`` and ``R = sum_(y > c1) a^(y - c1) s_y`` (two matrix-vector products
+    against the kernel's powers ``e^(-eps m)``); inside the segment two first-order recursions started
+    from the tails give ``left[c] = s_c + a left[c - 1]`` and ``right[c] = a s_(c + 1) + a right[c + 1]``
+    (the arithmetic of ``lfilter([1], [1, -a])`` and ``lfilter([0, a], [1, -a])``). The recursions thus
+    run over the ``z`` of the levels only, not over their whole windows (about ``92 / eps`` wider).
+    Both run in one loop over the segment's columns, the right one on the reversed columns, each step
+    one product and one sum over all rows, sequences and both sides at once (:func:`_column_recursion`).
     """
-    from scipy.signal import lfilter
-
     ar = float(np.exp(-eps))
-    den = [1.0, -ar]
-    n_seq, n_row, width = seqs.shape
-    flat = seqs.reshape(n_seq * n_row, width)  # a view: seqs is contiguous
-    tail_l = flat[:, :c0] @ np.exp(-eps * np.arange(c0 - 1, -1, -1, dtype=float))
-    tail_r = flat[:, c1 + 1:] @ np.exp(-eps * np.arange(1, width - c1, dtype=float))
+    n_row = groups[0][0].shape[1]
+    n_all = sum(seqs.shape[0] for seqs, _ in groups)
     seg_len = c1 - c0 + 1
-    if n_seq * n_row >= 512:  # many rows: a loop over the segment's columns (the arithmetic of lfilter)
-        seg = np.ascontiguousarray(seqs[:, :, c0:c1 + 1].transpose(2, 1, 0))  # (column, row, sequence)
-        acc = np.empty_like(seg)
-        np.multiply(tail_l.reshape(n_seq, n_row).T, ar, out=acc[0])
-        acc[0] += seg[0]
+    tails = []
+    for seqs, offset in groups:
+        n_seq, _, width = seqs.shape
+        a0, a1 = c0 - offset, c1 - offset
+        flat = seqs.reshape(n_seq * n_row, width)  # a view: seqs is contiguous
+        tails.append((
+            flat[:, :a0] @ np.exp(-eps * np.arange(a0 - 1, -1, -1, dtype=float)),
+            flat[:, a1 + 1:] @ np.exp(-eps * np.arange(1, width - a1, dtype=float)),
+        ))
+    if compiled_enabled():  # the same operations lane by lane, compiled (no transposed copies)
+        out = np.empty((n_all, col.size))
+        row_start = np.searchsorted(row_of, np.arange(n_row + 1))  # the z of a row are consecutive
+        kernel = compile_kernel("median_lane_kernel_sums", _lane_kernel_sums_py)
+        s0 = 0
+        for (seqs, offset), (tail_l, tail_r) in zip(groups, tails):
+            kernel(seqs, tail_l, tail_r, c0 - offset, seg_len, ar, row_start, col - c0, out[s0:s0 + seqs.shape[0]])
+            s0 += seqs.shape[0]
+        return out
+    # acc[c, 0, r, s]: left[c0 + c]; acc[c, 1, r, s]: right[c1 - c] (reversed columns)
+    acc = np.empty((seg_len, 2, n_row, n_all))
+    s0 = 0
+    for (seqs, offset), (tail_l, tail_r) in zip(groups, tails):
+        n_seq, a0 = seqs.shape[0], c0 - offset
+        seg = seqs[:, :, a0:a0 + seg_len].transpose(2, 1, 0)  # (column, row, sequence)
+        part = acc[:, :, :, s0:s0 + n_seq]
+        part[1:, 0] = seg[1:]
+        np.multiply(seg[:0:-1], ar, out=part[1:, 1])  # right[c] takes a s_(c + 1)
+        np.multiply(tail_l.reshape(n_seq, n_row).T, ar, out=part[0, 0])
+        part[0, 0] += seg[0]
+        part[0, 1] = tail_r.reshape(n_seq, n_row).T
+        s0 += n_seq
+    _column_recursion(acc.reshape(seg_len, 2 * n_row * n_all), ar)
+    flat_acc = acc.reshape(seg_len * 2 * n_row, n_all)
+    out = np.take(flat_acc, ((col - c0) * 2) * n_row + row_of, axis=0)
+    out += np.take(flat_acc, ((c1 - col) * 2 + 1) * n_row + row_of, axis=0)
+    del acc, flat_acc
+    return np.ascontiguousarray(out.T)
+
+
+def _lane_kernel_sums_py(
+    seqs: NDArray[np.float64], tail_l: NDArray[np.float64], tail_r: NDArray[np.float64], a0: int, seg_len: int, ar: float,
+    row_start: NDArray[np.int64], col: NDArray[np.int64], out: NDArray[np.float64],
+) -> None:
+    """``_kernel_sums_at`` for one group (compiled): the left and right recursions over the segment ``a0 ..
+    a0 + seg_len - 1`` of ``seqs`` with the operations of the NumPy path, all rows of a sequence at once (their
+    chains are independent), and ``out[s, i] = left + right`` at the segment column ``col[i]`` of the ``z`` of
+    each row (``row_start[r] <= i < row_start[r + 1]``)."""
+    n_seq, n_row = seqs.shape[0], seqs.shape[1]
+    left = np.empty((seg_len, n_row))
+    right = np.empty((seg_len, n_row))
+    for s in range(n_seq):
+        for r in range(n_row):
+            left[0, r] = tail_l[s * n_row + r] * ar + seqs[s, r, a0]
+            right[seg_len - 1, r] = tail_r[s * n_row + r]
         for c in range(1, seg_len):
-            np.multiply(acc[c - 1], ar, out=acc[c])
-            acc[c] += seg[c]
-        idx = (col - c0) * n_row + row_of
-        out_l: NDArray[np.float64] = np.take(acc.reshape(seg_len * n_row, n_seq), idx, axis=0)
-        acc[seg_len - 1] = tail_r.reshape(n_seq, n_row).T
-        tmp = np.empty_like(seg[0])
+            for r in range(n_row):
+                left[c, r] = seqs[s, r, a0 + c] + left[c - 1, r] * ar
         for c in range(seg_len - 2, -1, -1):
-            np.multiply(seg[c + 1], ar, out=tmp)
-            np.multiply(acc[c + 1], ar, out=acc[c])
-            acc[c] += tmp
-        out_l += np.take(acc.reshape(seg_len * n_row, n_seq), idx, axis=0)
-        return out_l.T
-    idx = row_of * seg_len + (col - c0)
-    left = lfilter([1.0], den, flat[:, c0:c1 + 1], axis=-1, zi=(ar * tail_l)[:, None])[0]
-    out: NDArray[np.float64] = np.take(left.reshape(n_seq, n_row * seg_len), idx, axis=1)
-    del left
-    right = lfilter([0.0, ar], den, flat[:, c1:c0 - 1 if c0 > 0 else None:-1], axis=-1, zi=tail_r[:, None])[0]
-    idx = row_of * seg_len + (c1 - col)
-    out += np.take(right.reshape(n_seq, n_row * seg_len), idx, axis=1)
-    return out
+            for r in range(n_row):
+                right[c, r] = seqs[s, r, a0 + c + 1] * ar + right[c + 1, r] * ar
+        for r in range(n_row):
+            for i in range(row_start[r], row_start[r + 1]):
+                out[s, i] = left[col[i], r] + right[col[i], r]
 
 
-def _bell_coefficients(levels: NDArray[np.int64], hu: float, N: float, K: int) -> NDArray[np.float64]:
+def _column_recursion(acc: NDArray[np.float64], ar: float) -> None:
+    """``acc[c] += ar * acc[c - 1]`` for ``c = 1, 2, ...`` in place (rows of ``acc`` are columns of the recursion)."""
+    tmp = np.empty(acc.shape[1])
+    for c in range(1, acc.shape[0]):
+        np.multiply(acc[c - 1], ar, out=tmp)
+        acc[c] += tmp
+
+
+def _bell_coefficients(levels: NDArray[np.integer], hu: float, N: float, K: int) -> NDArray[np.float64]:
     """``C[k, level, j]``: the coefficient of ``u^j`` in the complete Bell polynomial ``P_k`` of the scaled
     derivatives ``psi_m = p_m + q_m u`` at the levels ``t = sin(level hu)^2`` (see ``_median_by_levels``),
     for many levels at once."""
@@ -392,9 +616,9 @@ def _bell_coefficients(levels: NDArray[np.int64], hu: float, N: float, K: int) -
 
 
 def _median_by_levels(
-    n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64], lo: NDArray[np.int64],
-    hi: NDArray[np.int64], lbeta: NDArray[np.float64], guess: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    n: int, eps: float, a: float, b: float, log_w: NDArray[np.float64], lo: NDArray[np.int32],
+    hi: NDArray[np.int32], jz: NDArray[np.int32],
+) -> tuple[NDArray[np.float64], list[float]]:
     """Posterior median and its expected loss for every ``z`` in ``O(n)``, by Taylor expansion around levels.
 
     With ``Phi_z(t) = sum_y G[z, y] w_y I_t(a + y, b + n - y)`` (``= P(z, theta <= t)``), the median
@@ -418,44 +642,56 @@ def _median_by_levels(
 
     The median of ``z`` is the root of the expansion around the level nearest to it (``|t - t_j| <=
     0.15 sigma`` with levels ``0.3 sigma`` apart); its truncation error (terms ``x^k / sqrt(k!)``, ``x
-    <= 0.16``) is below ``1e-16`` relative. The levels come from ``guess`` (the posterior mean), and a
+    <= 0.16``) is below ``1e-16`` relative. The levels come from ``jz`` (the posterior mean's), and a
     ``z`` whose root lies outside the trust region is moved to the level nearest the root and
     solved again. Rows that still fail (``t`` close to 0 or 1, underflowing ``P(z)``) are returned as
     NaN for the window method.
 
+    The ``z`` are taken level by level: ``jz`` gives the first level of each (the level of its posterior
+    mean, ``_posterior_mean_levels``); when these do not decrease in ``z`` (the posterior mean is
+    monotone), the levels are runs of consecutive ``z`` and no permutation is formed. Memory: the
+    estimates, and blocks of about ``_LEVEL_ENTRIES`` (level, count) entries.
+
     Returns
     -------
-    estimates, risk_z : ndarray, shape (n + 1,)
-        Median of ``theta`` given ``z`` and ``sum_y P(z, y) E|theta - median| / exp(max log w)``
-        (NaN where not solved).
+    estimates : ndarray, shape (n + 1,)
+        Median of ``theta`` given ``z`` (NaN where not solved).
+    risk_parts : list of float
+        Partial sums of ``sum_y P(z, y) E|theta - median| / exp(max log w)`` over the solved ``z``.
     """
     K = _TAYLOR_TERMS
-    N = n + a + b
-    hu = _LEVEL_STEP / (2.0 * np.sqrt(N))
-    J = int(np.floor(0.5 * np.pi / hu))
-    c_row = geometric_row_factors(n, eps)
+    N, hu, J = _level_grid(n, a, b)
     fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K + 2)])
-    estimates = np.full(n + 1, np.nan)
-    risk_z = np.full(n + 1, np.nan)
-
-    def level_of(t: NDArray[np.float64]) -> NDArray[np.int64]:
-        return np.clip(np.rint(np.arcsin(np.sqrt(np.clip(t, 0.0, 1.0))) / hu), 1, max(J - 1, 1)).astype(np.int64)
-
-    pending = np.arange(n + 1)
-    jz = level_of(guess)
-    del guess  # the caller keeps no reference: freed here
+    estimates: NDArray[np.float64] | None = None  # allocated once the first round's levels are known
+    risk_parts: list[float] = []
+    pending: NDArray[np.int64] | None = None  # the z of the round; None: all z, in increasing order
     for _ in range(8):
-        if pending.size == 0:
+        if pending is not None and pending.size == 0:
             break
-        order = np.argsort(jz, kind="stable")
-        zs, js = pending[order], jz[order]
-        del order
-        starts = np.flatnonzero(np.concatenate(([True], js[1:] != js[:-1])))
+        zs: NDArray[np.int64] | None
+        if pending is None and _non_decreasing(jz):  # runs of consecutive z: no permutation
+            zs, js = None, jz
+        else:
+            if pending is None:
+                pending = np.arange(n + 1)
+            order = np.argsort(jz, kind="stable")
+            zs, js = pending[order], jz[order]
+            del order
+        jz, pending = np.zeros(0, dtype=np.int32), None  # (the round's z are in zs / js: the arrays are freed)
+        starts = _run_starts(js)
         levels = js[starts]
-        zlo, zhi = np.minimum.reduceat(zs, starts), np.maximum.reduceat(zs, starts)
-        ylo = np.minimum(np.minimum.reduceat(lo[zs], starts), zlo)
-        yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), zhi)
-        ends = np.append(starts[1:], zs.size)
+        ends = np.append(starts[1:], js.size)
+        del js
+        if estimates is None:
+            estimates = np.full(n + 1, np.nan)
+        if zs is None:
+            zlo, zhi = starts, ends - 1
+            ylo = np.minimum(np.minimum.reduceat(lo, starts), zlo)
+            yhi = np.maximum(np.maximum.reduceat(hi, starts), zhi)
+        else:
+            zlo, zhi = np.minimum.reduceat(zs, starts), np.maximum.reduceat(zs, starts)
+            ylo = np.minimum(np.minimum.reduceat(lo[zs], starts), zlo)
+            yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), zhi)
         retry_z, retry_j = [], []
         c_from, c_to = 0, 0  # the Bell coefficients of levels[c_from:c_to] (at most ~1024 levels at a time)
         C_chunk = np.zeros((K, 0, K))
@@ -478,9 +714,16 @@ def _median_by_levels(
             yf = ysc.astype(float)
             al, be = a + yf, b + n - yf
             tc, lt, l1t = t[:, None], np.log(t)[:, None], np.log1p(-t)[:, None]
+            y_first, y_last = int(ysc.min()), int(ysc.max())
+            if y_last - y_first < ysc.size:  # log B(al, be) once per count of the block's range (the same bits)
+                y_range = np.arange(y_first, y_last + 1, dtype=float)
+                lbeta = special.betaln(a + y_range, b + n - y_range)[ysc - y_first]
+                del y_range
+            else:
+                lbeta = special.betaln(al, be)
             with np.errstate(under="ignore", divide="ignore", over="ignore", invalid="ignore"):
                 lw = np.where(valid, log_w[ysc], -np.inf)
-                log_pdf = (al - 1.0) * lt + (be - 1.0) * l1t - lbeta[ysc]
+                log_pdf = (al - 1.0) * lt + (be - 1.0) * l1t - lbeta
                 w = np.exp(lw)
                 g = np.exp(lw + log_pdf)
                 d = np.where(valid, np.exp(log_pdf + lt - np.log(al)), 0.0)
@@ -519,58 +762,25 @@ def _median_by_levels(
             for j in range(1, K):
                 np.multiply(moms[j - 1], u, out=moms[j])
             # the z of these levels: their row and column; the two one-sided sums only at those columns
-            z_blk = zs[starts[r0]:ends[r1 - 1]]
+            z_blk = np.arange(starts[r0], ends[r1 - 1]) if zs is None else zs[starts[r0]:ends[r1 - 1]]
             row_of = np.repeat(np.arange(r1 - r0), ends[r0:r1] - starts[r0:r1])
             col = z_blk - base[row_of]
-            S = np.concatenate((
-                _kernel_sums_at(seqs, eps, row_of, col, c0, c1),
-                _kernel_sums_at(moms, eps, row_of, col - g0, c0 - g0, c1 - g0),
-            ))
-            S *= c_row[z_blk]
+            S = _kernel_sums_at([(seqs, 0), (moms, g0)], eps, row_of, col, c0, c1)
+            del seqs, moms, ys, valid, ysc, yf, al, be, lbeta, lw, log_pdf, w, g, d, cex, inc, v, wd, u
+            S *= _row_factors_at(z_blk, n, eps)
             pz, phi0, rd0 = S[0], S[1], S[2]
-            # T_k = sum_y G g_y P_k(u_y) = sum_j C[k, level, j] M_j: a batched product per level
-            counts = ends[r0:r1] - starts[r0:r1]
-            slot = np.arange(z_blk.size) - np.repeat(starts[r0:r1] - starts[r0], counts)
-            M = np.zeros((r1 - r0, int(counts.max()), K))
-            M[row_of, slot] = S[3:].T
-            T = np.ascontiguousarray(np.matmul(M, C.transpose(1, 2, 0))[row_of, slot].T)  # rows T_k contiguous
+            # T_k = sum_y G g_y P_k(u_y) = sum_j C[k, level, j] M_j: one matrix product per level
+            T = np.empty((K, z_blk.size))  # rows T_k contiguous
+            for r in range(r1 - r0):  # the z of a level are consecutive in z_blk
+                first, last = starts[r0 + r] - starts[r0], ends[r0 + r] - starts[r0]
+                np.matmul(C[:, r, :], S[3:, first:last], out=T[:, first:last])
             s_z, t_z = sig[row_of], t[row_of]
             x = np.zeros(z_blk.size)
             target = 0.5 * pz - phi0
             tol = (1e-17 + 2e-16 * t_z) / s_z  # a step below 2e-16 t (in sigma units): converged
             coef_v = T / fact[1:K + 1, None]  # x^k / k! coefficients of the value (k = 1..K)
             coef_d = T / fact[0:K, None]  # and of its x-derivative
-            active = np.arange(x.size)
-            for it in range(40):
-                full = it < 4  # the first steps on every row (no gathers), then on the rows still moving
-                kk = 4 if it < 2 else K  # the first two with the leading terms only (|x| <= 0.16: ~1e-6)
-                xa = x if full else x[active]
-                cv = coef_v if full else coef_v[:, active]
-                cd = coef_d if full else coef_d[:, active]
-                if it == 0:  # at x = 0: value 0 and derivative coef_d[0] (NaN, like Horner, if a coefficient is not finite)
-                    val = np.where(np.isfinite(cv[:kk]).all(axis=0), 0.0, np.nan)
-                    der = cd[0]
-                else:
-                    val, der = np.zeros_like(xa), np.zeros_like(xa)
-                    for k in range(kk, 0, -1):  # Horner, in place
-                        val += cv[k - 1]
-                        val *= xa
-                        der *= xa
-                        der += cd[k - 1]
-                sa, ta = (s_z, target) if full else (s_z[active], target[active])
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    step = (sa * val - ta) / (sa * der)
-                step = np.where(np.isfinite(step), step, 0.0)
-                x_new = np.clip(xa - step, -8.0, 8.0)
-                moving = np.abs(x_new - xa) > (tol if full else tol[active])
-                if full:
-                    x = x_new
-                    active = np.flatnonzero(moving)
-                else:
-                    x[active] = x_new
-                    active = active[moving]
-                if active.size == 0:
-                    break
+            _taylor_newton(coef_v, coef_d, s_z, target, tol, K, x)
             xk = x * x  # x^K by repeated products (only a threshold below)
             xk *= xk
             xk = xk * xk * xk if K == 12 else x**K
@@ -583,13 +793,76 @@ def _median_by_levels(
             rk = rd0 + (2.0 * phi0 - pz) * s_z * x + 2.0 * s_z**2 * x * acc
             ok = (np.abs(x) <= _TRUST) & (last <= _LAST_TERM * pz) & (pz > 1e-280) & np.isfinite(rk)
             estimates[z_blk[ok]] = t_z[ok] + s_z[ok] * x[ok]
-            risk_z[z_blk[ok]] = rk[ok]
+            risk_parts.append(float(np.sum(rk[ok])))
             bad = ~ok
-            j_new = level_of(t_z[bad] + s_z[bad] * np.clip(x[bad], -8.0, 8.0))
+            j_new = _level_of(t_z[bad] + s_z[bad] * np.clip(x[bad], -8.0, 8.0), hu, J)
             moved = j_new != levels[r0 + row_of[bad]]
             retry_z.append(z_blk[bad][moved])
             retry_j.append(j_new[moved])
             r0 = r1
         pending = np.concatenate(retry_z) if retry_z else np.zeros(0, dtype=np.int64)
-        jz = np.concatenate(retry_j) if retry_j else np.zeros(0, dtype=np.int64)
-    return estimates, risk_z
+        jz = np.concatenate(retry_j).astype(np.int32) if retry_j else np.zeros(0, dtype=np.int32)
+    assert estimates is not None
+    return estimates, risk_parts
+
+
+def _taylor_newton(
+    coef_v: NDArray[np.float64], coef_d: NDArray[np.float64], s_z: NDArray[np.float64], target: NDArray[np.float64],
+    tol: NDArray[np.float64], K: int, x: NDArray[np.float64],
+) -> None:
+    """Newton's method on ``s_z sum_k coef_v[k - 1] x^k = target`` for every column, from ``x`` (updated in place).
+
+    The value and its derivative by Horner (``coef_d`` the derivative's coefficients); a non-finite step
+    counts as 0 and ``x`` stays in ``[-8, 8]``. The first four steps run on every column, the first two
+    with the leading four terms only (``|x| <= 0.16``: about ``1e-6``); later steps only on the columns
+    whose previous step exceeded ``tol``, until none does (at most 40 steps).
+    """
+    active = np.arange(x.size)
+    for it in range(40):
+        full = it < 4  # the first steps on every row (no gathers), then on the rows still moving
+        kk = 4 if it < 2 else K  # the first two with the leading terms only (|x| <= 0.16: ~1e-6)
+        xa = x if full else x[active]
+        cv = coef_v if full else coef_v[:, active]
+        cd = coef_d if full else coef_d[:, active]
+        if it == 0:  # at x = 0: value 0 and derivative coef_d[0] (NaN, like Horner, if a coefficient is not finite)
+            val = np.where(np.isfinite(cv[:kk]).all(axis=0), 0.0, np.nan)
+            der = cd[0]
+        else:
+            val, der = np.zeros_like(xa), np.zeros_like(xa)
+            for k in range(kk, 0, -1):  # Horner, in place
+                val += cv[k - 1]
+                val *= xa
+                der *= xa
+                der += cd[k - 1]
+        sa, ta = (s_z, target) if full else (s_z[active], target[active])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = (sa * val - ta) / (sa * der)
+        step = np.where(np.isfinite(step), step, 0.0)
+        x_new = np.clip(xa - step, -8.0, 8.0)
+        moving = np.abs(x_new - xa) > (tol if full else tol[active])
+        if full:
+            x[:] = x_new
+            active = np.flatnonzero(moving)
+        else:
+            x[active] = x_new
+            active = active[moving]
+        if active.size == 0:
+            break
+
+
+def _non_decreasing(values: NDArray[np.int32]) -> bool:
+    """Whether ``values`` never decreases, chunk by chunk (no array of ``len(values)`` booleans)."""
+    for lo, hi in _chunk_bounds(values.size - 1):
+        seg = values[max(lo - 1, 0):hi]
+        if np.any(seg[1:] < seg[:-1]):
+            return False
+    return True
+
+
+def _run_starts(values: NDArray[np.int32]) -> NDArray[np.int64]:
+    """The indices where a run of equal ``values`` starts (``0`` first), chunk by chunk."""
+    parts = [np.zeros(1, dtype=np.int64)]
+    for lo, hi in _chunk_bounds(values.size - 1):
+        seg = values[max(lo - 1, 0):hi]
+        parts.append(np.flatnonzero(seg[1:] != seg[:-1]) + max(lo, 1))
+    return np.concatenate(parts)
