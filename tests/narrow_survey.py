@@ -3,9 +3,10 @@
 Runs every notebook at its default parameters twice through ``python -m dpbayes run``, on this
 machine's own path and on the narrow one (:mod:`narrow_cpu`), and compares every output nbval
 compares and every figure's data, exactly (:func:`notebook_runs.comparable_outputs`). Writes
-``tests/narrow-survey.json``: the notebooks that differ (``make notebooks-narrow`` validates those
-on the narrow path against their stored outputs) and those that do not (``test_narrow_guard.py``
-checks on the narrow path that they still do not, at their test parameters). About two full runs
+``tests/narrow-survey.json``: the notebooks that differ and those that do not, with what differed.
+The record's ``guarded`` notebooks (chosen among those that do not, and kept from the previous record
+unless they now differ) are left out of ``make notebooks-narrow`` and checked by
+``test_narrow_guard.py`` instead; every other notebook is validated there in full. About two full runs
 of the book (15-20 minutes on 2 cores); run it when a notebook is added or when the guard fails.
 """
 

@@ -239,5 +239,5 @@ def test_excess_by_recursions_equals_the_matrix_product(n, prior):
         best = float((G @ (w[:, None] * L)).min(axis=1).sum())
         primal = float(w @ (G * L.T).sum(axis=0))  # the geometric mechanism's own averaged loss
         expected = max(primal / best - 1.0, 0.0)
-        got = pg._excess((w[:, None] * L).T, L, w, eps, primal, -1.0)
+        got = pg._excess((w[:, None] * L).T, eps, primal, -1.0)
         assert got == pytest.approx(expected, rel=1e-9, abs=1e-13), (n, eps)

@@ -60,10 +60,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import brentq
-from scipy.signal import lfilter
 
 from dpbayes.ubapp.certificates import dual_lower_bound
-from dpbayes.core.geometric import geometric_row_factors
+from dpbayes.core.geometric import geometric_kernel_sums
 from dpbayes.posterior.optimal import _check_eps_scan, beta_binomial_data_prior, binary_loss_matrix
 from dpbayes.core.validation import check_choice, check_int, check_positive
 
@@ -325,22 +324,16 @@ def relative_excess(L: ArrayLike, pi: ArrayLike, eps: float) -> float:
     eps = float(check_positive("eps", eps))
     C = (w[:, None] * Lm).T
     _, primal, margin, _ = _dual_and_margin(C, eps)
-    return _excess(C, Lm, w, eps, primal, margin)
+    return _excess(C, eps, primal, margin)
 
 
-def _excess(C: NDArray[np.float64], L: NDArray[np.float64], w: NDArray[np.float64], eps: float, primal: float, margin: float) -> float:
-    """The geometric mechanism's excess over its Bayes remap: ``best = sum_z min_j (G C^T)[z, j]`` with
-    ``G[z, x] = f[z] a^|z - x|``, whose products with ``C``'s rows are two first-order recursions along x
-    (``O(n^2)``, not the ``O(n^3)`` matrix product; the same sums to a few ulp, tested against it)."""
+def _excess(C: NDArray[np.float64], eps: float, primal: float, margin: float) -> float:
+    """The geometric mechanism's excess over its Bayes remap: ``best = sum_z min_j (G C^T)[z, j]``, the
+    products of ``G`` with ``C``'s rows by :func:`dpbayes.core.geometric.geometric_kernel_sums` (``O(n^2)``,
+    not the ``O(n^3)`` matrix product; the same sums to a few ulp, tested against it)."""
     if margin >= 0.0 or primal <= 0.0:
         return 0.0
-    n = L.shape[0] - 1
-    a = math.exp(-eps)
-    rows = np.ascontiguousarray(C)  # rows[j, x] = w[x] L[x, j]
-    sums = lfilter([1.0], [1.0, -a], rows, axis=1)  # sum_{x <= z} a^(z - x) rows[j, x]
-    sums += lfilter([0.0, a], [1.0, -a], rows[:, ::-1], axis=1)[:, ::-1]  # + sum_{x > z}
-    sums *= geometric_row_factors(n, eps)[None, :]
-    best = float(sums.min(axis=0).sum())
+    best = float(geometric_kernel_sums(C, eps, 0, axis=1)[0].min(axis=0).sum())  # C[j, x] = w[x] L[x, j]
     return max(primal / best - 1.0, 0.0) if best > 0 else math.inf
 
 
@@ -389,7 +382,7 @@ def geometric_threshold(
 
     def excess_minus_rtol(e: float) -> float:
         _, primal, m, _ = _dual_and_margin(C, e)
-        return _excess(C, Lm, w, e, primal, m) - rtol
+        return _excess(C, e, primal, m) - rtol
 
     grid = np.geomspace(lo, hi, scan)
     vals = np.array([margin(e) for e in grid])
