@@ -447,15 +447,18 @@ def _digest(res):
 # Made with smc_latent before the keyword `rejuvenate` existed (commit 24ed108, same bits on the compiled and
 # NumPy paths): the default must stay the old sampler, not draw anything more from rng. The last bits depend
 # on the floating-point path, so each design has one digest per path the old code was run on: the machine
-# that made the test (AVX2), an AVX-512 machine (AMD EPYC, NumPy's X86_V4/AVX512_ICL kernels) and the
-# narrow path of tests/narrow_cpu.py on that machine.
+# that made the test (AVX2), an AVX-512 machine (AMD EPYC, NumPy's X86_V4/AVX512_ICL kernels), the
+# narrow path of tests/narrow_cpu.py on that machine, and an AMD EPYC offering AVX2 only (NumPy's X86_V3
+# kernels, OpenBLAS Haswell; 24ed108's code run there on 2026-12-07, both the compiled and the NumPy path).
 _BEFORE_REJUVENATE = {
     "adaptive": {"8cb8cf737742f006ea4c541985869f569cee32e9a7d86bb483c3ed7c50551ef2",
                  "7e3d00f98c8b910d2a8bcd4bafe73620a2f17c4273298b331a302bd5dbcc98d0",
-                 "524b7fb627389e79bd2ece8eaf3b4c7912b30d4b1a57a3ef07d53a294e38e76d"},
+                 "524b7fb627389e79bd2ece8eaf3b4c7912b30d4b1a57a3ef07d53a294e38e76d",
+                 "22546489e09a50f1b9f59055ac1a388d7bce1bb3663afc8b05e0823777101d48"},
     "fixed": {"2e65f76e5e749bde5eab11f9f3f17f41e22f73b3150c9113ba68dd10b5e9285f",
               "ac660b7b4cd9d573db120b49107ed136468014ae58adbf5d3a2f52abc23ee8ab",
-              "2d6e80518a357cf15adfb6f3aaa7c3726b06f0d3bf39462930c0dc1eb75ae659"},
+              "2d6e80518a357cf15adfb6f3aaa7c3726b06f0d3bf39462930c0dc1eb75ae659",
+              "874a05365b4ef556597e5e2b93cbce8d38aaee47c54ba46e192f3dd811f56128"},
 }
 _DESIGNS = {"adaptive": dict(ab=(-1.5, 1.5)), "fixed": dict(fixed_interval=(40.0, 60.0))}
 
