@@ -21,7 +21,7 @@ BROWSER_DIR := _build/browser
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: book test lint unit notebooks figures notebooks-narrow figures-narrow narrow-survey browser browser-build chromium setup clean verify-runs pdf
+.PHONY: book test lint unit notebooks figures notebooks-narrow figures-narrow narrow-survey browser browser-build browser-check chromium setup clean verify-runs pdf
 
 setup: $(STAMP) $(BOOK_STAMP)
 
@@ -55,7 +55,11 @@ book: $(STAMP) $(BOOK_STAMP)
 	  rm -rf $(CACHE) _build/.doctrees _build/jupyter_execute; echo $$hash > _build/.src-hash; fi
 	$(BIN)/jupyter-book build . --path-output . -W --keep-going
 
-test: lint unit notebooks figures notebooks-narrow figures-narrow browser
+# The stages in order, except that the three which mostly wait or use one core (lint and mypy, the book
+# rendered from the stored outputs for the browser test, Chromium's install) run side by side first.
+test:
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint browser-build chromium
+	$(MAKE) --no-print-directory unit notebooks figures notebooks-narrow figures-narrow browser-check
 
 # ruff with the rule set of pyproject.toml ([tool.ruff.lint]: syntax errors and pyflakes)
 lint: $(STAMP)
@@ -108,6 +112,10 @@ browser-build: $(STAMP) $(BOOK_STAMP)
 	$(BIN)/jupyter-book build . --config $(BROWSER_DIR)/_config.yml --path-output $(BROWSER_DIR) -W --keep-going -q
 
 browser: browser-build chromium
+	$(MAKE) --no-print-directory browser-check
+
+# the browser and PDF tests on the book browser-build rendered
+browser-check:
 	DPBAYES_BOOK_HTML=$(CURDIR)/$(BROWSER_DIR)/_build/html CHROMIUM=$(CHROMIUM) \
 	  DPBAYES_SCREENSHOTS=$(CURDIR)/$(BROWSER_DIR)/screenshots \
 	  $(BIN)/python -m pytest tests/test_browser.py tests/test_pdf.py -q -p no:cacheprovider -rs -n $(JOBS) --dist load

@@ -388,3 +388,21 @@ def test_theta_risk_one_window_at_a_time_is_all_windows_at_once():
     grid = np.linspace(0.0, 1.0, 41)
     together = ec._theta_risk_from(bias, msd, ec._theta_weights(3000, grid))
     assert ec.theta_risk(bias, msd, grid).tobytes() == together.tobytes()
+
+
+def test_minimax_cache_reuses_a_remap_and_stays_within_its_budget_of_counts(monkeypatch) -> None:
+    # a remap is prior-free: asked again for the same (n, eps), the same object; the cache holds at most
+    # MINIMAX_CACHE_COUNTS counts n + 1 (oldest use evicted first) and always the latest remap
+    monkeypatch.setattr(ec, "_minimax_cache", type(ec._minimax_cache)())
+    monkeypatch.setattr(ec, "MINIMAX_CACHE_COUNTS", 100)
+    first = ec.minimax_certificate(40, 1.0)
+    assert ec.minimax_certificate(40, 1.0) is first
+    ec.minimax_certificate(30, 1.0)  # 41 + 31 counts: both kept
+    assert list(ec._minimax_cache) == [(40, 1.0, "proportion", "squared"), (30, 1.0, "proportion", "squared")]
+    ec.minimax_certificate(40, 1.0)  # used again: now the most recent
+    ec.minimax_certificate(50, 1.0)  # 41 + 31 + 51 > 100: the least recently used (n = 30) goes
+    assert list(ec._minimax_cache) == [(40, 1.0, "proportion", "squared"), (50, 1.0, "proportion", "squared")]
+    ec.minimax_certificate(200, 1.0)  # larger than the whole budget alone: kept, everything else evicted
+    assert list(ec._minimax_cache) == [(200, 1.0, "proportion", "squared")]
+    assert ec.minimax_certificate(40, 1.0) is not first  # recomputed after its eviction ...
+    np.testing.assert_array_equal(ec.minimax_certificate(40, 1.0).remap, first.remap)  # ... with the same bits

@@ -40,6 +40,8 @@ from __future__ import annotations
 import decimal
 import functools
 import numbers
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -738,11 +740,32 @@ MINIMAX_TOL = 1e-4
 MINIMAX_MAX_EVALS = 2000
 
 
-@functools.lru_cache(maxsize=64)
+#: The minimax remaps kept for reuse (a remap is prior-free, and a map of the book asks for the same
+#: ``(n, eps)`` under several priors and criteria): at most ``MINIMAX_CACHE_COUNTS`` counts ``n + 1`` in all
+#: (a remap holds a few arrays of ``n + 1`` float64), the most recent one always kept.
+MINIMAX_CACHE_COUNTS = 1 << 23
+_minimax_cache: OrderedDict[tuple[int, float, str, str], Any] = OrderedDict()
+_minimax_lock = threading.Lock()
+
+
 def _minimax(n: int, eps: float, estimand: str, loss: str) -> Any:
     from dpbayes.choosing import minimax  # imports this module: loaded on first use
 
-    return minimax.minimax_remap(n, eps, estimand, loss, tol=MINIMAX_TOL, max_evals=MINIMAX_MAX_EVALS, max_seconds=np.inf)
+    key = (n, eps, estimand, loss)
+    with _minimax_lock:
+        if key in _minimax_cache:
+            _minimax_cache.move_to_end(key)
+            return _minimax_cache[key]
+    # computed outside the lock; the remap is deterministic (no time budget), so a race only computes it twice
+    remap = minimax.minimax_remap(n, eps, estimand, loss, tol=MINIMAX_TOL, max_evals=MINIMAX_MAX_EVALS, max_seconds=np.inf)
+    with _minimax_lock:
+        _minimax_cache[key] = remap
+        _minimax_cache.move_to_end(key)
+        counts = sum(k[0] + 1 for k in _minimax_cache)
+        while len(_minimax_cache) > 1 and counts > MINIMAX_CACHE_COUNTS:
+            (old_n, *_), _ = _minimax_cache.popitem(last=False)
+            counts -= old_n + 1
+    return remap
 
 
 def minimax_certificate(n: int, eps: float, estimand: str = "proportion", loss: str = "squared") -> Any:

@@ -10,6 +10,7 @@ probability of the good set ``H <= LS(x)`` (notes Cor. 2.5.2), quantiles, releas
 
 from __future__ import annotations
 
+import functools
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -230,7 +231,19 @@ def binary_local_sensitivities(n: int, prior: ArrayLike) -> NDArray[np.float64]:
 
 
 def binary_distance_matrix(n: int, prior: ArrayLike) -> NDArray[np.float64]:
-    """``D[x, j] = H(Beta(a + x, b + n - x), Beta(a + j, b + n - j))`` for ``x, j = 0..n``."""
+    """``D[x, j] = H(Beta(a + x, b + n - x), Beta(a + j, b + n - j))`` for ``x, j = 0..n``.
+
+    A fresh copy of a cached matrix: the chapter's tables ask for the same ``(n, prior)`` once per eps
+    and per mechanism (1.4 s at ``n = 2000``; the copy about 0.01 s).
+    """
     n = check_int("n", n, minimum=1, maximum=3000)
-    post = candidate_counts(n, 2) + check_prior(prior, 2)
-    return np.asarray(hellinger_dirichlet(post[:, None, :], post[None, :, :]))
+    alpha = check_prior(prior, 2)
+    return _binary_distance_matrix(n, float(alpha[0]), float(alpha[1])).copy()
+
+
+@functools.lru_cache(maxsize=4)  # at most 4 x 72 MB (n = 3000)
+def _binary_distance_matrix(n: int, a: float, b: float) -> NDArray[np.float64]:
+    post = candidate_counts(n, 2) + np.array([a, b])
+    D = np.asarray(hellinger_dirichlet(post[:, None, :], post[None, :, :]))
+    D.setflags(write=False)
+    return D
