@@ -15,7 +15,8 @@ Rules (also in CONTRIBUTING.md, "How notebook outputs are compared"):
   ``|r - t| <= unit + RTOL * max(|r|, |t|) + ATOL``, where ``unit`` is one unit in the last
   printed digit of the more precisely printed of the two (``0.07055`` -> 1e-5, ``5.173e-05`` ->
   1e-8, ``1`` vs ``0.9999`` -> 1e-4). Integers on both sides (no decimal point, no exponent:
-  counts, sizes, indices) get no ``unit``: they must be equal up to ``RTOL``/``ATOL``.
+  counts, sizes, indices) get no ``unit``: they must be equal up to ``RTOL``/``ATOL``. A page's
+  power of ten is one number: ``4×10⁻¹⁵`` is 4e-15 with unit 1e-15, ``10⁻⁸`` is 1e-8 with unit 1e-8.
 * ``ATOL`` is the absolute floor for quantities that are zero in exact arithmetic.
 
 A difference beyond the tolerance fails the cell with a message naming the output, both numbers
@@ -37,8 +38,11 @@ from typing import Any
 RTOL = Decimal("1e-9")
 ATOL = Decimal("1e-12")
 
-# A number is not glued to a preceding letter, digit, dot or underscore ("fig3", "X86_V3" stay text).
-_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+# A number is not glued to a preceding letter, digit, dot or underscore ("fig3", "X86_V3" stay text). A
+# page's power of ten (dpbayes.book.pagevalues.format_number: "4×10⁻¹⁵", "10⁻⁸") is one number.
+_SUPERSCRIPTS = "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"
+_FROM_SUPERSCRIPT = str.maketrans(_SUPERSCRIPTS, "-0123456789")
+_NUMBER = re.compile(rf"(?<![\w.])[-+]?(?:10[{_SUPERSCRIPTS}]+|(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?:×10[{_SUPERSCRIPTS}]+)?)")
 _SPACE = re.compile(r"[ \t]+")
 _RULE = re.compile(r"-{3,}")
 # MIME types (and stream names) whose text is compared with numbers to a tolerance
@@ -60,7 +64,7 @@ class Mismatch:
 
     def describe(self) -> str:
         if self.kind == "number":
-            diff = abs(Decimal(self.stored) - Decimal(self.fresh))
+            diff = abs(number_value(self.stored) - number_value(self.fresh))
             return (
                 f"number {self.stored} (stored) vs {self.fresh} (fresh): difference {float(diff):.3g} exceeds "
                 f"tolerance {float(self.tolerance or 0):.3g} (one unit in the last printed digit + {RTOL} relative "
@@ -79,18 +83,37 @@ def text_shape(text: str) -> str:
     return _RULE.sub("---", _SPACE.sub(" ", _NUMBER.sub("#", text)))
 
 
+def _mantissa_and_power(token: str) -> tuple[Decimal, int]:
+    """``"4×10⁻¹⁵"`` -> ``(4, -15)``, ``"10⁻⁸"`` -> ``(1, -8)``, ``"0.5"`` -> ``(0.5, 0)``."""
+    sign = "-" if token.startswith("-") else ""
+    body = token.lstrip("+-")
+    if body.startswith("10") and body[2:3] in _SUPERSCRIPTS and body[2:]:
+        return Decimal(sign + "1"), int(body[2:].translate(_FROM_SUPERSCRIPT))
+    if "×10" in body:
+        mantissa, power = body.split("×10")
+        return Decimal(sign + mantissa), int(power.translate(_FROM_SUPERSCRIPT))
+    return Decimal(sign + body), 0
+
+
+def number_value(token: str) -> Decimal:
+    """The value of a number token, a page's power of ten included (``"4×10⁻¹⁵"`` -> ``4E-15``)."""
+    mantissa, power = _mantissa_and_power(token)
+    return mantissa.scaleb(power)
+
+
 def _is_integer(token: str) -> bool:
-    return not any(c in token for c in ".eE")
+    return not any(c in token for c in ".eE×" + _SUPERSCRIPTS)
 
 
 def last_digit_unit(token: str) -> Decimal:
-    """One unit in the last printed digit of a number token (``"5.173e-05"`` -> ``1E-8``)."""
-    return Decimal(1).scaleb(Decimal(token).as_tuple().exponent)
+    """One unit in the last printed digit of a number token (``"5.173e-05"`` -> ``1E-8``, ``"4×10⁻¹⁵"`` -> ``1E-15``)."""
+    mantissa, power = _mantissa_and_power(token)
+    return Decimal(1).scaleb(mantissa.as_tuple().exponent + power)
 
 
 def number_tolerance(stored: str, fresh: str) -> Decimal:
     """The tolerance for two printed numbers (see the module docstring)."""
-    r, t = Decimal(stored), Decimal(fresh)
+    r, t = number_value(stored), number_value(fresh)
     tol = RTOL * max(abs(r), abs(t)) + ATOL
     if not (_is_integer(stored) and _is_integer(fresh)):
         tol += min(last_digit_unit(stored), last_digit_unit(fresh))
@@ -117,7 +140,7 @@ def compare_text(stored: str, fresh: str) -> tuple[Mismatch | None, list[tuple[s
         if s == f:
             continue
         tol = number_tolerance(s, f)
-        if abs(Decimal(s) - Decimal(f)) > tol:
+        if abs(number_value(s) - number_value(f)) > tol:
             context = (s_text[i][-40:] + s + s_text[i + 1][:20]).strip()
             return Mismatch("number", s, f, tol, context), moved
         moved.append((s, f, tol))
@@ -190,7 +213,7 @@ def _log_moved(cell: Any, key: str, moved: list[tuple[str, str, Decimal]]) -> No
         return
     with open(path, "a", encoding="utf-8") as log:
         for s, f, tol in moved:
-            rel = abs(Decimal(s) - Decimal(f)) / tol
+            rel = abs(number_value(s) - number_value(f)) / tol
             log.write(json.dumps({"cell": cell.nodeid, "key": key, "stored": s, "fresh": f,
                                   "tolerance": str(tol), "fraction_of_tolerance": float(rel)}) + "\n")
 

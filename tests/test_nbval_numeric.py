@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbval_numeric import compare_text, compare_value, last_digit_unit, number_tolerance
+from nbval_numeric import compare_text, compare_value, last_digit_unit, number_tolerance, number_value
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "chapters/03-adaptive-truncation/03a-fisher-intervals.ipynb"
@@ -91,6 +91,21 @@ def test_padding_that_follows_a_number_width_passes():
     stored = "| a | b |\n|--:|--:|\n|  0        | 1 |\n"
     fresh = "| a | b |\n|--:|--:|\n| -1.85e-16 | 1 |\n"
     assert compare_text(stored, fresh)[0] is None  # zero in exact arithmetic: the absolute floor
+
+
+def test_a_page_power_of_ten_is_one_number() -> None:
+    # glue_number's "m×10ⁿ": a rounding residue that prints 4×10⁻¹⁵ on one CPU and 5×10⁻¹⁵ on another is
+    # within the absolute floor, like 4e-15 vs 5e-15; read digit by digit (4 vs 5, 10 vs 10) it failed
+    assert number_value("4×10⁻¹⁵") == Decimal("4e-15") and number_value("-2.5×10³") == Decimal("-2500")
+    assert number_value("10⁻⁸") == Decimal("1e-8") and last_digit_unit("10⁻⁸") == Decimal("1e-8")
+    assert last_digit_unit("1.806×10⁻⁵") == Decimal("1e-8")
+    assert compare_text("largest deviation 4×10⁻¹⁵", "largest deviation 5×10⁻¹⁵")[0] is None
+    assert compare_text("gap 9×10⁻¹³", "gap 10⁻¹²")[0] is None  # a printing that rounds up to a bare power
+    # beyond the tolerance: the exponent counts (1.806×10⁻⁵ vs 1.816×10⁻⁵ and vs 1.806×10⁻⁴)
+    mismatch, _ = compare_text("x = 1.806×10⁻⁵", "x = 1.816×10⁻⁵")
+    assert mismatch is not None and "1.806×10⁻⁵ (stored)" in mismatch.describe()
+    assert compare_text("x = 1.806×10⁻⁵", "x = 1.806×10⁻⁴")[0] is not None
+    assert compare_text("n = 2×10⁶ records", "n = 4×10⁶ records")[0] is not None  # 2×10⁶ stands for ±10⁶
 
 
 def test_tiny_value_beyond_the_absolute_floor_fails():
