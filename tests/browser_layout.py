@@ -235,9 +235,10 @@ def check_layout(
                 measured[f"{rel}@{width}"] = tables
                 found = table_problems(tables) + split_word_problems(page.evaluate(_SPLIT_WORDS_JS, LONG_WORD))
                 if screenshot_dir is not None:
-                    target = screenshot_dir / str(width) / (rel.replace("/", "__")[: -len(".html")] + ".png")
+                    target = screenshot_dir / str(width) / (rel.replace("/", "__")[: -len(".html")] + ".jpg")
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=str(target), full_page=True)
+                    # JPEG: Chromium encodes a page of 10,000-17,000 px in 0.6-1.2 s instead of 0.9-1.9 s as PNG
+                    page.screenshot(path=str(target), full_page=True, type="jpeg", quality=85)
                 found += code_problems(page.evaluate(_CODE_JS))
                 problems[rel] += [f"{p} at {width} px" for p in found]
         finally:
