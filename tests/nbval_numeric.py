@@ -87,12 +87,10 @@ def _mantissa_and_power(token: str) -> tuple[Decimal, int]:
     """``"4×10⁻¹⁵"`` -> ``(4, -15)``, ``"10⁻⁸"`` -> ``(1, -8)``, ``"0.5"`` -> ``(0.5, 0)``."""
     sign = "-" if token.startswith("-") else ""
     body = token.lstrip("+-")
-    if body.startswith("10") and body[2:3] in _SUPERSCRIPTS and body[2:]:
-        return Decimal(sign + "1"), int(body[2:].translate(_FROM_SUPERSCRIPT))
-    if "×10" in body:
-        mantissa, power = body.split("×10")
-        return Decimal(sign + mantissa), int(power.translate(_FROM_SUPERSCRIPT))
-    return Decimal(sign + body), 0
+    if body[-1] not in _SUPERSCRIPTS:  # a plain number
+        return Decimal(sign + body), 0
+    mantissa, _, power = body.rpartition("10")  # "4×" and "⁻¹⁵", or "" and "⁻⁸" for a bare power
+    return Decimal(sign + (mantissa.rstrip("×") or "1")), int(power.translate(_FROM_SUPERSCRIPT))
 
 
 def number_value(token: str) -> Decimal:
