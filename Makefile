@@ -112,12 +112,15 @@ browser-build: $(STAMP) $(BOOK_STAMP)
 	$(BIN)/jupyter-book build . --config $(BROWSER_DIR)/_config.yml --path-output $(BROWSER_DIR) -W --keep-going -q
 
 browser: browser-build chromium
-	$(MAKE) --no-print-directory browser-check
+	$(MAKE) --no-print-directory browser-check SCREENSHOTS=$(CURDIR)/$(BROWSER_DIR)/screenshots
 
-# the browser and PDF tests on the book browser-build rendered
+# the browser and PDF tests on the book browser-build rendered; with SCREENSHOTS=DIR (`make browser`)
+# also full-page screenshots of every page at both widths, for a person to look at (`make test` takes
+# none: nobody looks at a CI machine's, and they cost about 100 s per width)
+SCREENSHOTS ?=
 browser-check:
 	DPBAYES_BOOK_HTML=$(CURDIR)/$(BROWSER_DIR)/_build/html CHROMIUM=$(CHROMIUM) \
-	  DPBAYES_SCREENSHOTS=$(CURDIR)/$(BROWSER_DIR)/screenshots \
+	  DPBAYES_SCREENSHOTS=$(SCREENSHOTS) \
 	  $(BIN)/python -m pytest tests/test_browser.py tests/test_pdf.py -q -p no:cacheprovider -rs -n $(JOBS) --dist load
 
 # The whole book as one PDF (dpbayes.book.pdf: single-page HTML of the stored outputs, printed by Chromium);

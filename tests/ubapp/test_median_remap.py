@@ -157,6 +157,20 @@ def test_compiled_kernel_sums_are_the_numpy_bits(n, eps, ab):
     assert results[0][1] == results[1][1]
 
 
+@pytest.mark.parametrize(("n", "eps", "ab"), [(20000, 1.0, (1.0, 1.0)), (20000, 0.05, (2.0, 3.0)), (4000, 1.0, (2000.0, 2000.0))])
+def test_threads_do_not_change_the_bits(n, eps, ab, monkeypatch):
+    """The runs of blocks of levels solved on 1, 2 and 3 threads give the same estimates and risk, bit for bit
+    (many small runs, so that the threads interleave; the third case retries rows and falls back to windows)."""
+    monkeypatch.setattr(median_remap, "_BELL_LEVELS", 16)
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("DPBAYES_THREADS", threads)
+        results.append(median_remap.beta_posterior_median_remap(n, eps, *ab))
+    for est, risk in results[1:]:
+        assert est.tobytes() == results[0][0].tobytes()
+        assert risk == results[0][1]
+
+
 def test_absolute_loss_remap_memory():
     """Traced memory at n = 10**6: the peak within the design's arrays of n + 1 numbers (the log weights, the
     estimates and one float64 scratch array, the two int32 windows: 4 float64 arrays' worth) plus the

@@ -16,6 +16,9 @@ task runs. This module says where they run:
 * the environment variable ``DPBAYES_SCHEDULER`` gives the scheduler when the caller gives none, so a
   notebook executed by papermill uses a cluster without a new parameter.
 
+Within one process, :func:`thread_map` runs a list of tasks that release the GIL (NumPy on arrays, the
+``nogil`` compiled kernels) on a few threads, results in order (``DPBAYES_THREADS`` sets how many).
+
 A worker needs the same ``dpbayes`` and the same versions of the pinned packages
 (``requirements.txt``) as the client, and nothing else: no working tree, no shared directory (tasks
 and results travel as data). :func:`connect` checks the versions before any task is submitted.
@@ -31,13 +34,13 @@ import multiprocessing
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 from dpbayes.core._extras import require
 from dpbayes.core.validation import check_int
 
-__all__ = ["map_tasks", "SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler", "check_scheduler", "connect",
+__all__ = ["map_tasks", "thread_map", "thread_count", "THREADS_ENV", "SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler", "check_scheduler", "connect",
            "check_versions", "map_on_cluster", "PINNED_PACKAGES"]
 
 SCHEDULER_ENV = "DPBAYES_SCHEDULER"
@@ -300,3 +303,36 @@ def map_tasks(
     with ProcessPoolExecutor(max_workers=min(n_jobs, len(tasks)), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(fn, *task) for task in tasks]
         return collect(fut.result() for fut in futures)
+
+
+#: Environment variable: how many threads :func:`thread_map` uses (``1``: none, the calling thread only).
+THREADS_ENV = "DPBAYES_THREADS"
+
+
+def thread_count() -> int:
+    """Threads for :func:`thread_map`: ``DPBAYES_THREADS`` if set (1-256), else the CPUs this process may use (at most 8)."""
+    text = os.environ.get(THREADS_ENV, "").strip()
+    if text:
+        if not text.isdigit() or not 1 <= int(text) <= 256:
+            raise ValueError(f"{THREADS_ENV} must be an integer in [1, 256], got {text!r}")
+        return int(text)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))
+
+
+def thread_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
+    """``map(fn, items)`` on a pool of :func:`thread_count` threads, results in the order of ``items``.
+
+    For work that releases the GIL (NumPy on arrays, the ``nogil`` compiled kernels): each item's result is
+    what one thread would compute, and the caller combines them in order, so the bits do not depend on the
+    number of threads. With one thread (or one item) it runs in the calling thread.
+    """
+    threads = min(thread_count(), len(items))
+    if threads <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dpbayes") as pool:
+        yield from pool.map(fn, items)

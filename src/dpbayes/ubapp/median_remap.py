@@ -28,6 +28,7 @@ from scipy import special
 
 from dpbayes.core._extras import lazy_module
 from dpbayes.core.compiled import compile_kernel, compiled_enabled
+from dpbayes.core.executors import thread_map
 from dpbayes.core.geometric import geometric_kernel_sums_by_chunk, geometric_log_normalisers
 from dpbayes.ubapp.optimal import _log_poch, _log_space_mean_offset, betabinom_logpmf
 
@@ -264,7 +265,9 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     arrays of ``n + 1``), and, while the windows are found, one more float64 array; everything else is
     formed chunk by chunk or block by block (a few tens of MB): about 300 MB at ``n = 10^7``. The risk
     is summed block by block (``math.fsum`` of the blocks' sums). With the optional compiled kernels
-    (:mod:`dpbayes.core.compiled`) the kernel sums of the blocks run compiled, with the same bits.
+    (:mod:`dpbayes.core.compiled`) the kernel sums of the blocks run compiled, with the same bits. The
+    blocks run on threads (:func:`dpbayes.core.executors.thread_map`: as many as the CPUs, or
+    ``DPBAYES_THREADS``), their results combined in block order: the same bits on any number of threads.
 
     Returns
     -------
@@ -492,6 +495,7 @@ _TAYLOR_TERMS = 12
 _TRUST = 0.16
 _LAST_TERM = 2e-15
 _LEVEL_ENTRIES = 1 << 15  # (level, count) entries of one block (3 full-width sequences, 12 on the core, a dozen work arrays)
+_BELL_LEVELS = 1024  # levels per run of blocks (one call of _bell_coefficients; a task of the threads)
 _LEVEL_MIN_ROWS = 8  # levels per block at least (wide windows: fewer blocks, less per-block overhead)
 
 
@@ -692,17 +696,36 @@ def _median_by_levels(
             zlo, zhi = np.minimum.reduceat(zs, starts), np.maximum.reduceat(zs, starts)
             ylo = np.minimum(np.minimum.reduceat(lo[zs], starts), zlo)
             yhi = np.maximum(np.maximum.reduceat(hi[zs], starts), zhi)
-        retry_z, retry_j = [], []
-        c_from, c_to = 0, 0  # the Bell coefficients of levels[c_from:c_to] (at most ~1024 levels at a time)
-        C_chunk = np.zeros((K, 0, K))
+        blocks = []  # (r0, r1, pad_l, pad_r): blocks of levels; rows aligned on their smallest z, padded to the longest
         r0 = 0
-        while r0 < levels.size:  # blocks of levels; rows aligned on their smallest z, padded to the longest
+        while r0 < levels.size:
             r1, pad_l, pad_r = r0, 0, 0
             while r1 < levels.size:
                 pl, pr = max(pad_l, int(zlo[r1] - ylo[r1])), max(pad_r, int(yhi[r1] - zlo[r1]))
                 if r1 - r0 >= _LEVEL_MIN_ROWS and (r1 - r0 + 1) * (pl + pr + 1) > _LEVEL_ENTRIES:
                     break
                 pad_l, pad_r, r1 = pl, pr, r1 + 1
+            blocks.append((r0, r1, pad_l, pad_r))
+            r0 = r1
+        # runs of blocks covering about _BELL_LEVELS levels share one call of _bell_coefficients (its values
+        # are per level: the same bits whatever the run); the runs are independent and go to the threads
+        runs: list[list[tuple[int, int, int, int]]] = [[]]
+        for block in blocks:
+            if runs[-1] and block[1] - runs[-1][0][0] > _BELL_LEVELS:
+                runs.append([])
+            runs[-1].append(block)
+
+        def solve_run(run: list[tuple[int, int, int, int]]) -> list[tuple[float, NDArray[np.int64], NDArray[np.int64]]]:
+            c_from = run[0][0]
+            C_run = _bell_coefficients(levels[c_from:run[-1][1]], hu, N, K)
+            return [solve_block(r0, r1, pad_l, pad_r, C_run[:, r0 - c_from:r1 - c_from]) for r0, r1, pad_l, pad_r in run]
+
+        def solve_block(
+            r0: int, r1: int, pad_l: int, pad_r: int, C: NDArray[np.float64]
+        ) -> tuple[float, NDArray[np.int64], NDArray[np.int64]]:
+            """Solve the z of levels ``r0..r1 - 1`` (``C[k, level, j]``: their Bell coefficients); writes their
+            estimates, returns the risk of the solved ones and the z to retry with their new levels."""
+            assert estimates is not None
             width = pad_l + pad_r + 1
             rows = slice(r0, r1)
             base = zlo[rows] - pad_l  # column c of row r is the count base[r] + c; zlo[r] is column pad_l
@@ -750,10 +773,6 @@ def _median_by_levels(
             g0 = min(c0, int(kept[0])) if kept.size else c0
             g1 = max(c1, int(kept[-1])) if kept.size else c1
             del size, kept
-            if r1 > c_to:
-                c_from, c_to = r0, min(levels.size, max(r1, r0 + 1024))
-                C_chunk = _bell_coefficients(levels[c_from:c_to], hu, N, K)
-            C = C_chunk[:, r0 - c_from:r1 - c_from]  # C[k, level, j]: coefficient of u^j in P_k
             seqs = np.empty((3,) + w.shape)
             seqs[0], seqs[1], seqs[2] = w, v, wd
             moms = np.empty((K,) + (w.shape[0], g1 - g0 + 1))
@@ -793,13 +812,17 @@ def _median_by_levels(
             rk = rd0 + (2.0 * phi0 - pz) * s_z * x + 2.0 * s_z**2 * x * acc
             ok = (np.abs(x) <= _TRUST) & (last <= _LAST_TERM * pz) & (pz > 1e-280) & np.isfinite(rk)
             estimates[z_blk[ok]] = t_z[ok] + s_z[ok] * x[ok]
-            risk_parts.append(float(np.sum(rk[ok])))
             bad = ~ok
             j_new = _level_of(t_z[bad] + s_z[bad] * np.clip(x[bad], -8.0, 8.0), hu, J)
             moved = j_new != levels[r0 + row_of[bad]]
-            retry_z.append(z_blk[bad][moved])
-            retry_j.append(j_new[moved])
-            r0 = r1
+            return float(np.sum(rk[ok])), z_blk[bad][moved], j_new[moved]
+
+        retry_z, retry_j = [], []
+        for solved in thread_map(solve_run, runs):  # in block order: the same risk parts and retries as one thread
+            for risk_part, z_again, j_again in solved:
+                risk_parts.append(risk_part)
+                retry_z.append(z_again)
+                retry_j.append(j_again)
         pending = np.concatenate(retry_z) if retry_z else np.zeros(0, dtype=np.int64)
         jz = np.concatenate(retry_j).astype(np.int32) if retry_j else np.zeros(0, dtype=np.int32)
     assert estimates is not None
