@@ -49,6 +49,25 @@ def notebook_pages(root: Path) -> list[str]:
                   if "_static" not in p.parts and 'class="cell docutils container' in p.read_text(encoding="utf-8"))
 
 
+FIGURES_JS = _JS  # for a visit that runs several checks (browser_layout.check_layout's ``last``: it opens folded cells)
+
+
+def figure_problems_from(state: object, column_px: float | None = None, body_px: float | None = None) -> list[str]:
+    """The problems of one page from what ``FIGURES_JS`` returned there (see :func:`figure_problems`)."""
+    if isinstance(state, str):
+        return [state]
+    found = []
+    if body_px is not None and abs(state["body"] - body_px) > 0.5:  # type: ignore[index]
+        found.append(f"{BODY_FONT}: {state['body']:g} px, assumed {body_px:g} px")  # type: ignore[index]
+    for img in state["images"]:  # type: ignore[index]
+        if not img["number"].strip() or len(img["caption"]) <= len(img["number"]) + 10:
+            found.append(f"{UNCAPTIONED}: {img['src']}")
+        if column_px is not None and img["shown"] + 1 < min(img["natural"], column_px):
+            found.append(f"{NARROW_FIGURE}: {img['src']} shown {img['shown']:.0f} px, natural "
+                         f"{img['natural']} px, column assumed {column_px:.0f} px")
+    return found
+
+
 def figure_problems(root: Path, pages: list[str], width: int, column_px: float | None = None,
                     screenshot_dir: Path | None = None, body_px: float | None = None) -> dict[str, list[str]]:
     """``{page: [problems]}`` for ``pages`` opened in a window ``width`` px wide.
@@ -58,20 +77,8 @@ def figure_problems(root: Path, pages: list[str], width: int, column_px: float |
     """
     problems: dict[str, list[str]] = {}
     for rel, tab, state in page_states(root, pages, width, _JS):
-        if isinstance(state, str):
-            problems[rel] = [state]
-            continue
-        found = []
-        if body_px is not None and abs(state["body"] - body_px) > 0.5:
-            found.append(f"{BODY_FONT}: {state['body']:g} px, assumed {body_px:g} px")
-        for img in state["images"]:
-            if not img["number"].strip() or len(img["caption"]) <= len(img["number"]) + 10:
-                found.append(f"{UNCAPTIONED}: {img['src']}")
-            if column_px is not None and img["shown"] + 1 < min(img["natural"], column_px):
-                found.append(f"{NARROW_FIGURE}: {img['src']} shown {img['shown']:.0f} px, natural "
-                             f"{img['natural']} px, column assumed {column_px:.0f} px")
-        problems[rel] = found
-        if screenshot_dir is not None:
+        problems[rel] = figure_problems_from(state, column_px, body_px)
+        if screenshot_dir is not None and not isinstance(state, str):
             screenshot_dir.mkdir(parents=True, exist_ok=True)
             tab.screenshot(path=str(screenshot_dir / f"{rel.replace('/', '__')[:-5]}-{width}.png"), full_page=True)
     return problems

@@ -207,12 +207,18 @@ def table_problems(tables: list[dict]) -> list[str]:
 def check_layout(
     base_url: str, pages: list[str], widths: tuple[int, ...] = (1300, 800), height: int = 900,
     screenshot_dir: Path | None = None, browser=None,  # noqa: ANN001 - a playwright Browser
+    first: dict[str, str] | None = None, last: dict[str, str] | None = None, states: dict[str, dict[str, object]] | None = None,
 ) -> tuple[dict[str, list[str]], dict[str, list[dict]]]:
     """Open every page at every window width; return ``({page: problems}, {"page@width": tables})``.
 
     The problems are clipped tables, words split in table cells and over-wide code blocks, each
-    ending in `` at <width> px``. With ``screenshot_dir``, a full-page PNG of every page at every
-    width is saved there as ``<width>/<page path with / as __>.png`` (before folded cells are opened).
+    ending in `` at <width> px``. With ``screenshot_dir``, a full-page JPEG of every page at every
+    width is saved there as ``<width>/<page path with / as __>.jpg`` (before folded cells are opened).
+
+    Other checks can read the same visit (each page is loaded and typeset once): the scripts of
+    ``first`` (``{name: script}``) run as soon as the page has loaded, before anything is opened or
+    measured, those of ``last`` after the layout's own (which open the folded cells); what each returns
+    goes to ``states[name]["page@width"]``, or a one-line error text if the page could not be read.
     """
     problems: dict[str, list[str]] = {p: [] for p in pages}
     measured: dict[str, list[dict]] = {}
@@ -231,6 +237,7 @@ def check_layout(
                 if rel in redirects:
                     page.wait_for_url(lambda u: u != url, timeout=30_000)
                     page.wait_for_load_state("load")
+                _run_scripts(page, first, states, f"{rel}@{width}")
                 tables = page.evaluate(_TABLES_JS)
                 measured[f"{rel}@{width}"] = tables
                 found = table_problems(tables) + split_word_problems(page.evaluate(_SPLIT_WORDS_JS, LONG_WORD))
@@ -240,7 +247,19 @@ def check_layout(
                     # JPEG: Chromium encodes a page of 10,000-17,000 px in 0.6-1.2 s instead of 0.9-1.9 s as PNG
                     page.screenshot(path=str(target), full_page=True, type="jpeg", quality=85)
                 found += code_problems(page.evaluate(_CODE_JS))
+                _run_scripts(page, last, states, f"{rel}@{width}")
                 problems[rel] += [f"{p} at {width} px" for p in found]
         finally:
             context.close()
     return problems, measured
+
+
+def _run_scripts(page, scripts: dict[str, str] | None, states: dict[str, dict[str, object]] | None, key: str) -> None:  # noqa: ANN001
+    """``states[name][key] = page.evaluate(script)`` for each script (an error as one line of text)."""
+    for name, script in (scripts or {}).items():
+        try:
+            state = page.evaluate(script)
+        except Exception as exc:  # noqa: BLE001 - reported as the page's problem by the check that reads it
+            state = f"could not read the page: {type(exc).__name__}: {str(exc)[:120]}"
+        assert states is not None, "scripts need a states dict"
+        states.setdefault(name, {})[key] = state

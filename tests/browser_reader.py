@@ -103,10 +103,17 @@ def page_problems(state: dict) -> list[str]:
     return found
 
 
+READER_JS = _READER_JS  # for a visit that runs several checks (browser_layout.check_layout's ``first``)
+
+
+def reader_problems_from(state: object) -> list[str]:
+    """The problems of one page from what ``READER_JS`` returned there (a text: the page could not be read)."""
+    return [state] if isinstance(state, str) else page_problems(state)  # type: ignore[arg-type]
+
+
 def reader_problems(root: Path, pages: list[str], width: int = 1300) -> dict[str, list[str]]:
     """``{page: [problems]}`` for ``pages`` opened in a window ``width`` px wide."""
-    return {rel: [state] if isinstance(state, str) else page_problems(state)
-            for rel, _, state in page_states(root, pages, width, _READER_JS)}
+    return {rel: reader_problems_from(state) for rel, _, state in page_states(root, pages, width, _READER_JS)}
 
 
 # -- the dashboard's links ---------------------------------------------------------------------------

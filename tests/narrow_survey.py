@@ -96,6 +96,8 @@ def main() -> None:
         "guarded": [nb for nb in previous.get("guarded", []) if nb not in differ],
         "guard_rule": previous.get("guard_rule", ""),
         "guard_power": previous.get("guard_power", {}),
+        # surveys of the same notebooks on other kinds of CPU (kept; a new one is added by hand from --out elsewhere)
+        "other_machines": previous.get("other_machines", []),
         "differ": [k for k, d in details.items() if d["differing"]],
         "same": [k for k, d in details.items() if not d["differing"]],
         "details": details,

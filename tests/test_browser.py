@@ -48,8 +48,7 @@ def chapter_first_pages(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.glob("chapters/*/index.html"))
 
 
-@needs_book
-def test_every_page_in_chromium(root: Path, tmp_path: Path) -> None:
+def _check_every_page(root: Path, tmp_path: Path) -> None:
     pages = html_pages(root)
     assert "index.html" in pages and "rerun.html" in pages and "bibliography.html" in pages, pages
     # the practitioner's page and the API reference (one page per science module, tests/test_api_pages.py)
@@ -229,29 +228,47 @@ from browser_helpers import CHROMIUM_FLAGS, serve  # noqa: E402
 
 SCREENSHOTS = os.environ.get("DPBAYES_SCREENSHOTS")  # `make browser`: _build/browser/screenshots
 WIDTHS = (1300, 800)
+READER_WIDTH = 1300  # the width of the reader checks (figures downscaled, folding ...)
 
 
 def _layout(root: Path, pages: list[str], screenshot_dir: Path | None = None, height: int = 900,
-            widths: tuple[int, ...] = WIDTHS):
+            widths: tuple[int, ...] = WIDTHS, **scripts):
     from playwright.sync_api import sync_playwright
 
     with serve(root) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS, headless=True)
         try:
-            return check_layout(base, pages, widths, height, screenshot_dir, browser)
+            return check_layout(base, pages, widths, height, screenshot_dir, browser, **scripts)
         finally:
             browser.close()
 
 
-@needs_book
-@pytest.mark.parametrize("width", WIDTHS)  # one test per width: `make browser` runs them side by side (-n 2)
-def test_tables_and_code_readable_at_1300_and_800_px(root: Path, width: int) -> None:
+_VISITS: dict[tuple[str, int], tuple[list[str], dict, dict, dict]] = {}
+
+
+def _book_at(root: Path, width: int) -> tuple[list[str], dict, dict, dict]:
+    """Every page (redirect stubs aside) opened once in a window ``width`` px wide, for the layout, reader
+    (1300 px) and figure checks: ``(pages, layout problems, tables, {check: {"page@width": state}})``.
+    Each page is loaded and typeset once for all three instead of once per check (per process: the checks
+    of one width are the methods of one class, which ``--dist loadscope`` sends to one worker)."""
+    key = (str(root), width)
+    if key not in _VISITS:
+        pages = [p for p in html_pages(root) if 'http-equiv="refresh"' not in (root / p).read_text(encoding="utf-8")]
+        shots = Path(SCREENSHOTS) if SCREENSHOTS else None
+        states: dict[str, dict[str, object]] = {}
+        first = {"reader": READER_JS} if width == READER_WIDTH else None  # before anything is opened
+        problems, measured = _layout(root, pages, shots, widths=(width,), first=first, last={"figures": FIGURES_JS},
+                                     states=states)
+        _VISITS[key] = (pages, problems, measured, states)
+    return _VISITS[key]
+
+
+def _check_tables_and_code(root: Path, width: int) -> None:
     """On every page: no table cut off without a scrollbar in view, no table of running text
     scrolling sideways, no word split across lines in a table cell, no code block wider than the
-    column; full-page screenshots of every page at both widths."""
-    pages = [p for p in html_pages(root) if 'http-equiv="refresh"' not in (root / p).read_text(encoding="utf-8")]
+    column; with ``DPBAYES_SCREENSHOTS`` (``make browser``), full-page screenshots of every page."""
+    pages, problems, measured, _ = _book_at(root, width)
     shots = Path(SCREENSHOTS) if SCREENSHOTS else None
-    problems, measured = _layout(root, pages, shots, widths=(width,))
     widest = sorted(((max(t["width"] for t in ts), key) for key, ts in measured.items() if ts), reverse=True)[:8]
     print("\nwidest tables (px, page@window width): " + ", ".join(f"{w} {k}" for w, k in widest))
     if shots:
@@ -382,24 +399,25 @@ def test_code_check_fails_on_a_broken_page(tmp_path: Path) -> None:
 # -- figures on notebook pages (issue 16, items 3-4) -------------------------------------------------
 from browser_figures import (  # noqa: E402
     BODY_FONT,
+    FIGURES_JS,
     NARROW_FIGURE,
     UNCAPTIONED,
     figure_problems,
+    figure_problems_from,
     notebook_pages,
 )
 
 from dpbayes.book.figures import BODY_FONT_PX, BOOK_COLUMN_PX  # noqa: E402
 
 
-@needs_book
-@pytest.mark.parametrize("width", [1300, 800])
-def test_notebook_figures_have_captions(root: Path, width: int) -> None:
+def _check_figure_captions(root: Path, width: int) -> None:
     """Every notebook figure captioned and numbered, shown as wide as the legibility check assumes
     (``tests/test_figure_layout.py``), with body text of the size that check measures figure text against,
-    at 1300 and 800 px. (Code blocks: ``test_tables_and_code_readable_at_1300_and_800_px``.)"""
+    at 1300 and 800 px. (Code blocks: ``_check_tables_and_code``.)"""
     pages = notebook_pages(root)
     assert len(pages) >= 10, pages
-    problems = figure_problems(root, pages, width, column_px=BOOK_COLUMN_PX, body_px=BODY_FONT_PX)
+    figures = _book_at(root, width)[3]["figures"]
+    problems = {rel: figure_problems_from(figures[f"{rel}@{width}"], BOOK_COLUMN_PX, BODY_FONT_PX) for rel in pages}
     assert not any(problems.values()), "figures on notebook pages:\n" + report(problems)
 
 
@@ -457,7 +475,9 @@ from browser_reader import (  # noqa: E402
     dashboard_links,
     dashboard_problems,
     page_problems,
+    READER_JS,
     reader_problems,
+    reader_problems_from,
     split_pending,
 )
 
@@ -467,12 +487,11 @@ from browser_reader import (  # noqa: E402
 READER_PENDING: dict[tuple[str, str], str] = {}
 
 
-@needs_book
-def test_reader_checks_on_every_page(root: Path) -> None:
+def _check_reader(root: Path) -> None:
     """No role text or label left unresolved, no figure shown below its drawn width, no file path as
     alt text, no code cell that the folding rule folds shown open (1300 px window)."""
-    pages = [p for p in html_pages(root) if 'http-equiv="refresh"' not in (root / p).read_text(encoding="utf-8")]
-    problems = reader_problems(root, pages, 1300)
+    pages, _, _, states = _book_at(root, READER_WIDTH)
+    problems = {rel: reader_problems_from(states["reader"][f"{rel}@{READER_WIDTH}"]) for rel in pages}
     counts = {kind: sum(p.startswith(kind) for items in problems.values() for p in items)
               for kind in (UNRESOLVED_REF, DOWNSCALED_FIGURE, PATH_ALT, UNFOLDED_CELL)}
     print(f"\nreader checks over {len(pages)} pages, before the pending list: {counts}")
@@ -624,11 +643,16 @@ def test_contents_sidebar_marks_the_section_in_view(root: Path) -> None:
     from browser_helpers import page_states
 
     problems = []
-    for fraction in (0.25, 0.5, 0.75, 1.0):
-        script = f"() => ({_TOC_JS})({fraction})"
-        for rel, _, state in page_states(root, chapter_first_pages(root), 1300, script):
+    fractions = (0.5, 1.0, 0.25, 0.75)  # from the top, down, up a long way, down again
+    # one visit per page, the jumps one after the other (each page is typeset once, not once per jump)
+    script = f"async () => {{ const jump = {_TOC_JS}; const out = []; for (const f of {list(fractions)}) {{ out.push(await jump(f)); }} return out; }}"
+    for rel, _, states in page_states(root, chapter_first_pages(root), 1300, script):
+        if not isinstance(states, list):
+            problems.append(f"{rel}: {states}")
+            continue
+        for fraction, state in zip(fractions, states, strict=True):
             if not isinstance(state, dict):
-                problems.append(f"{rel}: {state}")
+                problems.append(f"{rel} at {fraction:.0%}: no contents sidebar")
                 continue
             want = [state["expected"]] if state["expected"] else []
             if state["active"] != want:
@@ -728,3 +752,37 @@ def test_no_library_call_breaks_inside_a_name(root: Path, width: int) -> None:
     assert _evaluate(root, ["chapters/05-choosing/index.html"], "() => document.querySelectorAll('code.dpbayes-call').length",
                      width)["chapters/05-choosing/index.html"], "no library call in chapter 5's tables"
     assert not split, f"code split inside a word at {width} px: {split}"
+
+
+# --------------------------------------------------------------------------------------------
+# The checks that visit every page, grouped so that `--dist loadscope` (make browser-check) runs each
+# group on one worker: the checks of one window width share one visit of the book (_book_at), and the
+# longest check has a worker to itself while the others run
+# --------------------------------------------------------------------------------------------
+@needs_book
+class TestEveryPage:
+    def test_every_page_in_chromium(self, root: Path, tmp_path: Path) -> None:
+        _check_every_page(root, tmp_path)
+
+
+class _BookAtWidth:
+    width: int
+
+    def test_tables_and_code_readable(self, root: Path) -> None:
+        _check_tables_and_code(root, self.width)
+
+    def test_notebook_figures_have_captions(self, root: Path) -> None:
+        _check_figure_captions(root, self.width)
+
+
+@needs_book
+class TestBookAt1300px(_BookAtWidth):
+    width = 1300
+
+    def test_reader_checks_on_every_page(self, root: Path) -> None:
+        _check_reader(root)
+
+
+@needs_book
+class TestBookAt800px(_BookAtWidth):
+    width = 800
