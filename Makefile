@@ -13,6 +13,7 @@ NARROW_NOTEBOOKS = $(shell $(PYTHON) tests/narrow_cpu.py --validated)
 # nbval with numbers compared to a tolerance (tests/nbval_numeric.py; rules in CONTRIBUTING.md)
 NBVAL_FLAGS := --nbval -p tests.nbval_numeric --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider
 JOBS ?= 2
+UV := uv==0.13.10
 # Offline MathJax 3 for the rendered book (copied into _build/html/_static/mathjax by dpbayes.book.sphinx_ext).
 BOOK_PACKAGES := django-static-mathjax==3.2.2.1
 BOOK_STAMP := $(VENV)/.installed-$(subst ==,-,$(BOOK_PACKAGES))
@@ -28,7 +29,10 @@ setup: $(STAMP) $(BOOK_STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	# the pinned packages by uv (itself from PyPI, pinned): the same versions as pip installs (compared
+	# with pip freeze), in about 5 s instead of about 60 s on a new machine; pip if uv cannot
+	$(BIN)/python -m pip install --quiet $(UV) && $(BIN)/uv pip install --quiet --python $(BIN)/python -r requirements.txt \
+	  || $(BIN)/python -m pip install --quiet -r requirements.txt
 	# diffprivlib's wheel ships a top-level package named `tests`, which would hide this repository's
 	# tests/ (nbval loads the plugin tests.nbval_numeric): remove that stray package
 	rm -rf $(VENV)/lib/python*/site-packages/tests
