@@ -127,7 +127,7 @@ SCREENSHOTS ?=
 browser-check:
 	DPBAYES_BOOK_HTML=$(CURDIR)/$(BROWSER_DIR)/_build/html CHROMIUM=$(CHROMIUM) \
 	  DPBAYES_SCREENSHOTS=$(SCREENSHOTS) \
-	  $(BIN)/python -m pytest tests/test_browser.py tests/test_pdf.py -q -p no:cacheprovider -rs -n $(JOBS) --dist loadscope $(PYTEST_EXTRA)
+	  $(BIN)/python -m pytest tests/test_browser.py tests/test_pdf.py -q -p no:cacheprovider -rs -n $(JOBS) --dist loadscope
 
 # The whole book as one PDF (dpbayes.book.pdf: single-page HTML of the stored outputs, printed by Chromium);
 # not part of `make test`, whose browser stage checks the same recipe on a small book (tests/test_pdf.py).

@@ -22,7 +22,8 @@ UNCAPTIONED = "uncaptioned image"
 NARROW_FIGURE = "figure shown narrower than assumed"
 BODY_FONT = "body text size differs from the one the figure check assumes"
 
-_JS = """
+# also run by a visit that serves several checks (browser_layout.check_layout's ``last``: it opens folded cells)
+FIGURES_JS = """
 async () => {
   document.querySelectorAll('details').forEach(d => { d.open = true; });
   await Promise.all(Array.from(document.images).map(img => img.complete ? null :
@@ -49,9 +50,6 @@ def notebook_pages(root: Path) -> list[str]:
                   if "_static" not in p.parts and 'class="cell docutils container' in p.read_text(encoding="utf-8"))
 
 
-FIGURES_JS = _JS  # for a visit that runs several checks (browser_layout.check_layout's ``last``: it opens folded cells)
-
-
 def figure_problems_from(state: object, column_px: float | None = None, body_px: float | None = None) -> list[str]:
     """The problems of one page from what ``FIGURES_JS`` returned there (see :func:`figure_problems`)."""
     if isinstance(state, str):
@@ -76,7 +74,7 @@ def figure_problems(root: Path, pages: list[str], width: int, column_px: float |
     ``body_px``: the body text size it measures figure text against (checked only if given).
     """
     problems: dict[str, list[str]] = {}
-    for rel, tab, state in page_states(root, pages, width, _JS):
+    for rel, tab, state in page_states(root, pages, width, FIGURES_JS):
         problems[rel] = figure_problems_from(state, column_px, body_px)
         if screenshot_dir is not None and not isinstance(state, str):
             screenshot_dir.mkdir(parents=True, exist_ok=True)

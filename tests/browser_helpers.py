@@ -155,17 +155,22 @@ def page_states(root: Path, pages: list[str], width: int, script: str) -> Iterat
                     if "interrupted by another navigation" not in str(exc):
                         raise
                     tab.goto(base + rel, wait_until="load", timeout=30_000)
-                try:
-                    state = tab.evaluate(script)
-                except Exception:
-                    tab.wait_for_load_state("load")
-                    try:
-                        state = tab.evaluate(script)
-                    except Exception as exc:
-                        state = f"could not read the page: {type(exc).__name__}: {str(exc)[:120]}"
-                yield rel, tab, state
+                yield rel, tab, evaluate_state(tab, script)
         finally:
             browser.close()
+
+
+def evaluate_state(tab, script: str) -> object:  # noqa: ANN001 - a playwright Page
+    """What ``script`` returns on the open page, or a one-line error text when the page could not be read
+    even after waiting once more for it to load (a late navigation, e.g. a theme script, destroyed the context)."""
+    try:
+        return tab.evaluate(script)
+    except Exception:
+        tab.wait_for_load_state("load")
+        try:
+            return tab.evaluate(script)
+        except Exception as exc:
+            return f"could not read the page: {type(exc).__name__}: {str(exc)[:120]}"
 
 
 def html_pages(root: Path) -> list[str]:

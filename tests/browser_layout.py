@@ -31,6 +31,8 @@ import re
 import urllib.request
 from pathlib import Path
 
+from browser_helpers import evaluate_state
+
 CLIPPED_TABLE = "clipped table"
 SIDEWAYS_TEXT = "text table scrolls sideways"
 PROSE_WORDS = 8  # words in one cell: running text, which is read line by line, not scanned like numbers
@@ -255,11 +257,7 @@ def check_layout(
 
 
 def _run_scripts(page, scripts: dict[str, str] | None, states: dict[str, dict[str, object]] | None, key: str) -> None:  # noqa: ANN001
-    """``states[name][key] = page.evaluate(script)`` for each script (an error as one line of text)."""
+    """``states[name][key]`` = what each script returns (:func:`browser_helpers.evaluate_state`)."""
     for name, script in (scripts or {}).items():
-        try:
-            state = page.evaluate(script)
-        except Exception as exc:  # noqa: BLE001 - reported as the page's problem by the check that reads it
-            state = f"could not read the page: {type(exc).__name__}: {str(exc)[:120]}"
         assert states is not None, "scripts need a states dict"
-        states.setdefault(name, {})[key] = state
+        states.setdefault(name, {})[key] = evaluate_state(page, script)

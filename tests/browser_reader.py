@@ -40,7 +40,7 @@ ROLE_TEXT = re.compile(r"\{(?:glued|glue(?::\w+)?|cite(?::\w+)?|py:\w+|doc|ref|n
 LABEL_CODE = re.compile(r"^(?:fig|tab|eq)-[\w.-]+$")  # a MyST label; role names in code are documentation
 PATH_LIKE = re.compile(r"(^|/)_images/|\.(?:png|jpe?g|svg|gif|webp)$", re.I)
 
-_READER_JS = """
+READER_JS = """
 async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
   await Promise.all(Array.from(document.images).map(img => img.complete ? null :
@@ -75,7 +75,7 @@ async () => {
 
 
 def page_problems(state: dict) -> list[str]:
-    """The problems of one page from the state ``_READER_JS`` returned (pure; unit-tested)."""
+    """The problems of one page from the state ``READER_JS`` returned (pure; unit-tested)."""
     found: list[str] = []
     for m in ROLE_TEXT.finditer(state["text"]):
         snippet = " ".join(state["text"][max(0, m.start() - 30): m.end() + 40].split())
@@ -103,9 +103,6 @@ def page_problems(state: dict) -> list[str]:
     return found
 
 
-READER_JS = _READER_JS  # for a visit that runs several checks (browser_layout.check_layout's ``first``)
-
-
 def reader_problems_from(state: object) -> list[str]:
     """The problems of one page from what ``READER_JS`` returned there (a text: the page could not be read)."""
     return [state] if isinstance(state, str) else page_problems(state)  # type: ignore[arg-type]
@@ -113,7 +110,7 @@ def reader_problems_from(state: object) -> list[str]:
 
 def reader_problems(root: Path, pages: list[str], width: int = 1300) -> dict[str, list[str]]:
     """``{page: [problems]}`` for ``pages`` opened in a window ``width`` px wide."""
-    return {rel: reader_problems_from(state) for rel, _, state in page_states(root, pages, width, _READER_JS)}
+    return {rel: reader_problems_from(state) for rel, _, state in page_states(root, pages, width, READER_JS)}
 
 
 # -- the dashboard's links ---------------------------------------------------------------------------

@@ -757,7 +757,7 @@ def test_no_library_call_breaks_inside_a_name(root: Path, width: int) -> None:
 # --------------------------------------------------------------------------------------------
 # The checks that visit every page, grouped so that `--dist loadscope` (make browser-check) runs each
 # group on one worker: the checks of one window width share one visit of the book (_book_at), and the
-# longest check has a worker to itself while the others run
+# longest check is a work unit of its own
 # --------------------------------------------------------------------------------------------
 @needs_book
 class TestEveryPage:
