@@ -266,8 +266,9 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     formed chunk by chunk or block by block (a few tens of MB): about 300 MB at ``n = 10^7``. The risk
     is summed block by block (``math.fsum`` of the blocks' sums). With the optional compiled kernels
     (:mod:`dpbayes.core.compiled`) the kernel sums of the blocks run compiled, with the same bits. The
-    blocks run on threads (:func:`dpbayes.core.executors.thread_map`: as many as the CPUs, or
-    ``DPBAYES_THREADS``), their results combined in block order: the same bits on any number of threads.
+    windows and the starting levels are found side by side, and the blocks run, on threads
+    (:func:`dpbayes.core.executors.thread_map`: as many as the CPUs, or ``DPBAYES_THREADS``), their results
+    combined in block order: the same bits on any number of threads.
 
     Returns
     -------
@@ -279,11 +280,13 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     log_w = _betabinom_logpmf_all(n, a, b)
     scale_log = float(np.max(log_w))
     log_w -= scale_log
-    lo_all, hi_all = _posterior_windows(log_w, eps)
     _, hu, J = _level_grid(n, a, b)
-    estimates, risk_parts = _median_by_levels(
-        n, eps, a, b, log_w, lo_all, hi_all, _posterior_mean_levels(n, eps, a, b, log_w, hu, J)
-    )
+    # the windows and the starting levels are independent sweeps over log_w: side by side on the threads
+    (lo_all, hi_all), start_levels = thread_map(lambda sweep: sweep(), [
+        lambda: _posterior_windows(log_w, eps), lambda: _posterior_mean_levels(n, eps, a, b, log_w, hu, J),
+    ])
+    estimates, risk_parts = _median_by_levels(n, eps, a, b, log_w, lo_all, hi_all, start_levels)
+    del start_levels
     rest = np.flatnonzero(~np.isfinite(estimates))
     if rest.size:
         estimates[rest], risk_rest = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, rest)
@@ -794,22 +797,7 @@ def _median_by_levels(
                 first, last = starts[r0 + r] - starts[r0], ends[r0 + r] - starts[r0]
                 np.matmul(C[:, r, :], S[3:, first:last], out=T[:, first:last])
             s_z, t_z = sig[row_of], t[row_of]
-            x = np.zeros(z_blk.size)
-            target = 0.5 * pz - phi0
-            tol = (1e-17 + 2e-16 * t_z) / s_z  # a step below 2e-16 t (in sigma units): converged
-            coef_v = T / fact[1:K + 1, None]  # x^k / k! coefficients of the value (k = 1..K)
-            coef_d = T / fact[0:K, None]  # and of its x-derivative
-            _taylor_newton(coef_v, coef_d, s_z, target, tol, K, x)
-            xk = x * x  # x^K by repeated products (only a threshold below)
-            xk *= xk
-            xk = xk * xk * xk if K == 12 else x**K
-            last = np.abs(s_z * T[K - 1] * xk / fact[K])
-            del xk
-            acc = np.zeros_like(x)
-            for k in range(K + 1, 1, -1):  # Horner: sum_(k >= 2) T_(k-2) x^k / k!, in place
-                acc += T[k - 2] / fact[k]
-                acc *= x
-            rk = rd0 + (2.0 * phi0 - pz) * s_z * x + 2.0 * s_z**2 * x * acc
+            x, rk, last = _roots_and_risks(T, s_z, t_z, pz, phi0, rd0, fact)
             ok = (np.abs(x) <= _TRUST) & (last <= _LAST_TERM * pz) & (pz > 1e-280) & np.isfinite(rk)
             estimates[z_blk[ok]] = t_z[ok] + s_z[ok] * x[ok]
             bad = ~ok
@@ -827,6 +815,131 @@ def _median_by_levels(
         jz = np.concatenate(retry_j).astype(np.int32) if retry_j else np.zeros(0, dtype=np.int32)
     assert estimates is not None
     return estimates, risk_parts
+
+
+def _roots_and_risks(
+    T: NDArray[np.float64], s_z: NDArray[np.float64], t_z: NDArray[np.float64], pz: NDArray[np.float64],
+    phi0: NDArray[np.float64], rd0: NDArray[np.float64], fact: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The roots ``x`` of ``s_z sum_k T_(k-1) x^k / k! = P(z) / 2 - Phi_z(level)`` (``_median_by_levels``: the
+    median is ``t_z + s_z x``), the risk at each root and the size of the expansion's last term there.
+
+    ``T[k - 1]`` is the ``k``-th scaled derivative of ``Phi_z`` at the level; ``pz``, ``phi0`` and ``rd0`` are
+    ``P(z)``, ``Phi_z`` and the component-averaged ``D_y`` there. Newton's method by :func:`_taylor_newton`;
+    the risk ``rd0 + (2 phi0 - pz) s_z x + 2 s_z^2 x sum_(k >= 2) T_(k-2) x^k / k!`` by Horner. With the
+    compiled kernels, :func:`_roots_and_risks_py` does the same operations ``z`` by ``z`` (the same bits,
+    without the ``K``-row work arrays).
+    """
+    K = T.shape[0]
+    x = np.zeros(T.shape[1])
+    if compiled_enabled() and K == 12:
+        rk, last = np.empty_like(x), np.empty_like(x)
+        compile_kernel("median_roots_and_risks", _roots_and_risks_py)(T, s_z, t_z, pz, phi0, rd0, fact, x, rk, last)
+        return x, rk, last
+    target = 0.5 * pz - phi0
+    tol = (1e-17 + 2e-16 * t_z) / s_z  # a step below 2e-16 t (in sigma units): converged
+    coef_v = T / fact[1:K + 1, None]  # x^k / k! coefficients of the value (k = 1..K)
+    coef_d = T / fact[0:K, None]  # and of its x-derivative
+    _taylor_newton(coef_v, coef_d, s_z, target, tol, K, x)
+    xk = x * x  # x^K by repeated products (only a threshold below)
+    xk *= xk
+    xk = xk * xk * xk if K == 12 else x**K
+    last = np.abs(s_z * T[K - 1] * xk / fact[K])
+    del xk
+    acc = np.zeros_like(x)
+    for k in range(K + 1, 1, -1):  # Horner: sum_(k >= 2) T_(k-2) x^k / k!, in place
+        acc += T[k - 2] / fact[k]
+        acc *= x
+    rk = rd0 + (2.0 * phi0 - pz) * s_z * x + 2.0 * s_z**2 * x * acc
+    return x, rk, last
+
+
+def _roots_and_risks_py(
+    T: NDArray[np.float64], s_z: NDArray[np.float64], t_z: NDArray[np.float64], pz: NDArray[np.float64],
+    phi0: NDArray[np.float64], rd0: NDArray[np.float64], fact: NDArray[np.float64], x_out: NDArray[np.float64],
+    rk_out: NDArray[np.float64], last_out: NDArray[np.float64],
+) -> None:
+    """:func:`_roots_and_risks` for ``K = 12`` (compiled): the steps of :func:`_taylor_newton` (the first four
+    on every ``z``, then on the ``z`` whose last step exceeded the tolerance, at most 40) with the same
+    products and sums in the same order, on chunks of 128 ``z`` held in cache. Within a chunk each
+    operation runs over all its ``z`` (independent chains; one ``z`` at a time waits on every product)."""
+    K = T.shape[0]
+    B = 128
+    cv = np.empty((K, B))
+    cd = np.empty((K, B))
+    x = np.empty(B)
+    val = np.empty(B)
+    der = np.empty(B)
+    target = np.empty(B)
+    tol = np.empty(B)
+    act = np.empty(B, dtype=np.int64)
+    for start in range(0, T.shape[1], B):
+        m = min(B, T.shape[1] - start)
+        for i in range(m):
+            target[i] = 0.5 * pz[start + i] - phi0[start + i]
+            tol[i] = (1e-17 + 2e-16 * t_z[start + i]) / s_z[start + i]
+            x[i] = 0.0
+            act[i] = i
+        for k in range(K):
+            for i in range(m):
+                cv[k, i] = T[k, start + i] / fact[k + 1]
+                cd[k, i] = T[k, start + i] / fact[k]
+        n_act = m
+        for it in range(40):
+            kk = 4 if it < 2 else K
+            if it == 0:
+                for i in range(m):
+                    val[i] = 0.0
+                    for k in range(kk):
+                        if not np.isfinite(cv[k, i]):
+                            val[i] = np.nan
+                    der[i] = cd[0, i]
+            elif it < 4:  # every z: contiguous loops
+                for i in range(m):
+                    val[i] = 0.0
+                    der[i] = 0.0
+                for k in range(kk, 0, -1):
+                    for i in range(m):
+                        val[i] = (val[i] + cv[k - 1, i]) * x[i]
+                        der[i] = der[i] * x[i] + cd[k - 1, i]
+            else:
+                for q in range(n_act):
+                    val[act[q]] = 0.0
+                    der[act[q]] = 0.0
+                for k in range(kk, 0, -1):
+                    for q in range(n_act):
+                        i = act[q]
+                        val[i] = (val[i] + cv[k - 1, i]) * x[i]
+                        der[i] = der[i] * x[i] + cd[k - 1, i]
+            kept = 0
+            for q in range(n_act):
+                i = act[q]
+                s = s_z[start + i]
+                den = s * der[i]
+                step = (s * val[i] - target[i]) / den if den != 0.0 else np.nan  # x / 0 is not finite: no step
+                if not np.isfinite(step):
+                    step = 0.0
+                x_new = min(max(x[i] - step, -8.0), 8.0)
+                if abs(x_new - x[i]) > tol[i] or it < 3:  # the first four steps on every z
+                    act[kept] = i
+                    kept += 1
+                x[i] = x_new
+            n_act = kept
+            if n_act == 0:
+                break
+        for i in range(m):
+            xi = x[i]
+            s = s_z[start + i]
+            x_out[start + i] = xi
+            xk = xi * xi
+            xk *= xk
+            xk = xk * xk * xk
+            last_out[start + i] = abs(s * T[K - 1, start + i] * xk / fact[K])
+            acc = 0.0
+            for k in range(K + 1, 1, -1):
+                acc += T[k - 2, start + i] / fact[k]
+                acc *= xi
+            rk_out[start + i] = rd0[start + i] + (2.0 * phi0[start + i] - pz[start + i]) * s * xi + 2.0 * s**2 * xi * acc
 
 
 def _taylor_newton(
