@@ -504,9 +504,10 @@ _LEVEL_MIN_ROWS = 8  # levels per block at least (wide windows: fewer blocks, le
 
 def _kernel_sums_at(
     groups: list[tuple[NDArray[np.float64], int]], eps: float, row_of: NDArray[np.int64], col: NDArray[np.int64], c0: int, c1: int,
+    factor: NDArray[np.float64],
 ) -> NDArray[np.float64]:
-    """``sum_y a^|c - y| seqs[s, r, y]`` (``a = e^-eps``) at ``(r, c) = (row_of[i], col[i])`` for every sequence
-    of every group: shape ``(S, len(col))``, ``S`` the number of sequences (the groups' in order).
+    """``factor[i] sum_y a^|c - y| seqs[s, r, y]`` (``a = e^-eps``) at ``(r, c) = (row_of[i], col[i])`` for every
+    sequence of every group: shape ``(S, len(col))``, ``S`` the number of sequences (the groups' in order).
 
     A group is ``(seqs, offset)``, ``seqs`` of shape ``(n_seq, n_row, width)`` (contiguous) whose column
     ``j`` is the block's column ``offset + j``. All wanted columns lie in ``[c0, c1]`` (block columns). The
@@ -538,7 +539,7 @@ def _kernel_sums_at(
         kernel = compile_kernel("median_lane_kernel_sums", _lane_kernel_sums_py)
         s0 = 0
         for (seqs, offset), (tail_l, tail_r) in zip(groups, tails):
-            kernel(seqs, tail_l, tail_r, c0 - offset, seg_len, ar, row_start, col - c0, out[s0:s0 + seqs.shape[0]])
+            kernel(seqs, tail_l, tail_r, c0 - offset, seg_len, ar, row_start, col - c0, factor, out[s0:s0 + seqs.shape[0]])
             s0 += seqs.shape[0]
         return out
     # acc[c, 0, r, s]: left[c0 + c]; acc[c, 1, r, s]: right[c1 - c] (reversed columns)
@@ -559,17 +560,19 @@ def _kernel_sums_at(
     out = np.take(flat_acc, ((col - c0) * 2) * n_row + row_of, axis=0)
     out += np.take(flat_acc, ((c1 - col) * 2 + 1) * n_row + row_of, axis=0)
     del acc, flat_acc
-    return np.ascontiguousarray(out.T)
+    sums = np.ascontiguousarray(out.T)
+    sums *= factor
+    return sums
 
 
 def _lane_kernel_sums_py(
     seqs: NDArray[np.float64], tail_l: NDArray[np.float64], tail_r: NDArray[np.float64], a0: int, seg_len: int, ar: float,
-    row_start: NDArray[np.int64], col: NDArray[np.int64], out: NDArray[np.float64],
+    row_start: NDArray[np.int64], col: NDArray[np.int64], factor: NDArray[np.float64], out: NDArray[np.float64],
 ) -> None:
     """``_kernel_sums_at`` for one group (compiled): the left and right recursions over the segment ``a0 ..
     a0 + seg_len - 1`` of ``seqs`` with the operations of the NumPy path, all rows of a sequence at once (their
     chains are independent), and ``out[s, i] = left + right`` at the segment column ``col[i]`` of the ``z`` of
-    each row (``row_start[r] <= i < row_start[r + 1]``)."""
+    each row (``row_start[r] <= i < row_start[r + 1]``), times ``factor[i]``."""
     n_seq, n_row = seqs.shape[0], seqs.shape[1]
     left = np.empty((seg_len, n_row))
     right = np.empty((seg_len, n_row))
@@ -585,7 +588,7 @@ def _lane_kernel_sums_py(
                 right[c, r] = seqs[s, r, a0 + c + 1] * ar + right[c + 1, r] * ar
         for r in range(n_row):
             for i in range(row_start[r], row_start[r + 1]):
-                out[s, i] = left[col[i], r] + right[col[i], r]
+                out[s, i] = (left[col[i], r] + right[col[i], r]) * factor[i]
 
 
 def _column_recursion(acc: NDArray[np.float64], ar: float) -> None:
@@ -787,9 +790,8 @@ def _median_by_levels(
             z_blk = np.arange(starts[r0], ends[r1 - 1]) if zs is None else zs[starts[r0]:ends[r1 - 1]]
             row_of = np.repeat(np.arange(r1 - r0), ends[r0:r1] - starts[r0:r1])
             col = z_blk - base[row_of]
-            S = _kernel_sums_at([(seqs, 0), (moms, g0)], eps, row_of, col, c0, c1)
+            S = _kernel_sums_at([(seqs, 0), (moms, g0)], eps, row_of, col, c0, c1, _row_factors_at(z_blk, n, eps))
             del seqs, moms, ys, valid, ysc, yf, al, be, lbeta, lw, log_pdf, w, g, d, cex, inc, v, wd, u
-            S *= _row_factors_at(z_blk, n, eps)
             pz, phi0, rd0 = S[0], S[1], S[2]
             # T_k = sum_y G g_y P_k(u_y) = sum_j C[k, level, j] M_j: one matrix product per level
             T = np.empty((K, z_blk.size))  # rows T_k contiguous
@@ -826,16 +828,10 @@ def _roots_and_risks(
 
     ``T[k - 1]`` is the ``k``-th scaled derivative of ``Phi_z`` at the level; ``pz``, ``phi0`` and ``rd0`` are
     ``P(z)``, ``Phi_z`` and the component-averaged ``D_y`` there. Newton's method by :func:`_taylor_newton`;
-    the risk ``rd0 + (2 phi0 - pz) s_z x + 2 s_z^2 x sum_(k >= 2) T_(k-2) x^k / k!`` by Horner. With the
-    compiled kernels, :func:`_roots_and_risks_py` does the same operations ``z`` by ``z`` (the same bits,
-    without the ``K``-row work arrays).
+    the risk ``rd0 + (2 phi0 - pz) s_z x + 2 s_z^2 x sum_(k >= 2) T_(k-2) x^k / k!`` by Horner.
     """
     K = T.shape[0]
     x = np.zeros(T.shape[1])
-    if compiled_enabled() and K == 12:
-        rk, last = np.empty_like(x), np.empty_like(x)
-        compile_kernel("median_roots_and_risks", _roots_and_risks_py)(T, s_z, t_z, pz, phi0, rd0, fact, x, rk, last)
-        return x, rk, last
     target = 0.5 * pz - phi0
     tol = (1e-17 + 2e-16 * t_z) / s_z  # a step below 2e-16 t (in sigma units): converged
     coef_v = T / fact[1:K + 1, None]  # x^k / k! coefficients of the value (k = 1..K)
@@ -852,94 +848,6 @@ def _roots_and_risks(
         acc *= x
     rk = rd0 + (2.0 * phi0 - pz) * s_z * x + 2.0 * s_z**2 * x * acc
     return x, rk, last
-
-
-def _roots_and_risks_py(
-    T: NDArray[np.float64], s_z: NDArray[np.float64], t_z: NDArray[np.float64], pz: NDArray[np.float64],
-    phi0: NDArray[np.float64], rd0: NDArray[np.float64], fact: NDArray[np.float64], x_out: NDArray[np.float64],
-    rk_out: NDArray[np.float64], last_out: NDArray[np.float64],
-) -> None:
-    """:func:`_roots_and_risks` for ``K = 12`` (compiled): the steps of :func:`_taylor_newton` (the first four
-    on every ``z``, then on the ``z`` whose last step exceeded the tolerance, at most 40) with the same
-    products and sums in the same order, on chunks of 128 ``z`` held in cache. Within a chunk each
-    operation runs over all its ``z`` (independent chains; one ``z`` at a time waits on every product)."""
-    K = T.shape[0]
-    B = 128
-    cv = np.empty((K, B))
-    cd = np.empty((K, B))
-    x = np.empty(B)
-    val = np.empty(B)
-    der = np.empty(B)
-    target = np.empty(B)
-    tol = np.empty(B)
-    act = np.empty(B, dtype=np.int64)
-    for start in range(0, T.shape[1], B):
-        m = min(B, T.shape[1] - start)
-        for i in range(m):
-            target[i] = 0.5 * pz[start + i] - phi0[start + i]
-            tol[i] = (1e-17 + 2e-16 * t_z[start + i]) / s_z[start + i]
-            x[i] = 0.0
-            act[i] = i
-        for k in range(K):
-            for i in range(m):
-                cv[k, i] = T[k, start + i] / fact[k + 1]
-                cd[k, i] = T[k, start + i] / fact[k]
-        n_act = m
-        for it in range(40):
-            kk = 4 if it < 2 else K
-            if it == 0:
-                for i in range(m):
-                    val[i] = 0.0
-                    for k in range(kk):
-                        if not np.isfinite(cv[k, i]):
-                            val[i] = np.nan
-                    der[i] = cd[0, i]
-            elif it < 4:  # every z: contiguous loops
-                for i in range(m):
-                    val[i] = 0.0
-                    der[i] = 0.0
-                for k in range(kk, 0, -1):
-                    for i in range(m):
-                        val[i] = (val[i] + cv[k - 1, i]) * x[i]
-                        der[i] = der[i] * x[i] + cd[k - 1, i]
-            else:
-                for q in range(n_act):
-                    val[act[q]] = 0.0
-                    der[act[q]] = 0.0
-                for k in range(kk, 0, -1):
-                    for q in range(n_act):
-                        i = act[q]
-                        val[i] = (val[i] + cv[k - 1, i]) * x[i]
-                        der[i] = der[i] * x[i] + cd[k - 1, i]
-            kept = 0
-            for q in range(n_act):
-                i = act[q]
-                s = s_z[start + i]
-                den = s * der[i]
-                step = (s * val[i] - target[i]) / den if den != 0.0 else np.nan  # x / 0 is not finite: no step
-                if not np.isfinite(step):
-                    step = 0.0
-                x_new = min(max(x[i] - step, -8.0), 8.0)
-                if abs(x_new - x[i]) > tol[i] or it < 3:  # the first four steps on every z
-                    act[kept] = i
-                    kept += 1
-                x[i] = x_new
-            n_act = kept
-            if n_act == 0:
-                break
-        for i in range(m):
-            xi = x[i]
-            s = s_z[start + i]
-            x_out[start + i] = xi
-            xk = xi * xi
-            xk *= xk
-            xk = xk * xk * xk
-            last_out[start + i] = abs(s * T[K - 1, start + i] * xk / fact[K])
-            acc = 0.0
-            for k in range(K + 1, 1, -1):
-                acc += T[k - 2, start + i] / fact[k]
-                acc *= xi
-            rk_out[start + i] = rd0[start + i] + (2.0 * phi0[start + i] - pz[start + i]) * s * xi + 2.0 * s**2 * xi * acc
 
 
 def _taylor_newton(
