@@ -157,6 +157,44 @@ def test_compiled_kernel_sums_are_the_numpy_bits(n, eps, ab):
     assert results[0][1] == results[1][1]
 
 
+@_needs_numba
+def test_sorted_walk_is_searchsorted():
+    """The compiled walk from answer to answer gives ``np.searchsorted(..., side="left")`` on keys that rise, fall,
+    jump, repeat, fall on ties of ``pre``, or are infinite or NaN."""
+    from dpbayes.core.compiled import compile_kernel
+
+    rng = np.random.default_rng(3)
+    pre = np.maximum.accumulate(np.round(rng.normal(size=2000).cumsum(), 1))  # many ties
+    pre[:5] = -np.inf
+    keys = np.concatenate([
+        np.sort(rng.uniform(pre[5] - 1, pre[-1] + 1, 500)), np.sort(rng.uniform(pre[5], pre[-1], 300))[::-1],
+        rng.choice(pre, 200), rng.uniform(pre[5] - 5, pre[-1] + 5, 100), [np.nan, -np.inf, np.inf, pre[0], np.nan, pre[-1]],
+    ])
+    got = np.empty(keys.size, dtype=np.int64)
+    compile_kernel("median_sorted_walk", median_remap._sorted_walk_py)(pre, keys, got)
+    want = np.searchsorted(pre, keys, side="left")
+    nan = np.isnan(keys)
+    assert np.array_equal(got[~nan], want[~nan])
+    assert np.all(got[nan] == -1)  # left to the caller
+
+
+@_needs_numba
+@pytest.mark.parametrize(("n", "eps", "ab"), [(20000, 1.0, (1.0, 1.0)), (5000, 0.05, (2.0, 3.0)), (4000, 1.0, (2000.0, 2000.0)), (3000, 2.0, (0.3, 30.0))])
+def test_compiled_windows_are_the_numpy_windows(n, eps, ab):
+    """The windows found with the compiled walks are those of the NumPy searches (including the log-space sums)."""
+    log_w = median_remap._betabinom_logpmf_all(n, *ab)
+    log_w -= np.max(log_w)
+    windows = []
+    for use in (False, True):
+        previous = compiled_switch.use_compiled(use)
+        try:
+            windows.append(median_remap._posterior_windows(log_w, eps))
+        finally:
+            compiled_switch.use_compiled(previous)
+    for numpy_part, compiled_part in zip(*windows):
+        assert numpy_part.tobytes() == compiled_part.tobytes()
+
+
 @pytest.mark.parametrize(("n", "eps", "ab"), [(20000, 1.0, (1.0, 1.0)), (20000, 0.05, (2.0, 3.0)), (4000, 1.0, (2000.0, 2000.0))])
 def test_threads_do_not_change_the_bits(n, eps, ab, monkeypatch):
     """The runs of blocks of levels solved on 1, 2 and 3 threads give the same estimates and risk, bit for bit

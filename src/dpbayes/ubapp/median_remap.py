@@ -162,6 +162,13 @@ def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[
         are searched in the part of ``pre`` that holds their answers (the same indices either way)."""
         if not step or keys.size == 0:
             return search_in_range(keys)
+        if compiled_enabled():  # one walk from each answer to the next (the answers of consecutive z move little)
+            got = np.empty(keys.size, dtype=np.int64)
+            compile_kernel("median_sorted_walk", _sorted_walk_py)(pre, keys, got)
+            nan_keys = np.flatnonzero(got < 0)
+            if nan_keys.size:
+                got[nan_keys] = np.searchsorted(pre, keys[nan_keys], side="left")
+            return got
         got = np.searchsorted(pre, keys[0], side="left") + step * np.arange(keys.size)
         inside = (got >= 1) & (got <= n)
         at = np.clip(got, 1, n)
@@ -211,6 +218,34 @@ def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[
     np.clip(hi, 0, n, out=hi)
     np.maximum(hi, lo, out=hi)
     return lo, hi
+
+
+def _sorted_walk_py(pre: NDArray[np.float64], keys: NDArray[np.float64], out: NDArray[np.int64]) -> None:
+    """``np.searchsorted(pre, keys, side="left")`` for sorted ``pre`` (compiled): the first answer by bisection,
+    each next one by walking from the previous answer (``O(n + total movement)``); a NaN key gets ``-1``
+    (NumPy sorts NaN last: the caller searches those)."""
+    size = pre.shape[0]
+    p = -1
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        if key != key:
+            out[i] = -1
+            continue
+        if p < 0:
+            lo, hi = 0, size
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if pre[mid] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            p = lo
+        else:
+            while p < size and pre[p] < key:
+                p += 1
+            while p > 0 and not pre[p - 1] < key:
+                p -= 1
+        out[i] = p
 
 
 def _first_side(
@@ -282,11 +317,12 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     log_w -= scale_log
     _, hu, J = _level_grid(n, a, b)
     # the windows and the starting levels are independent sweeps over log_w: side by side on the threads
-    (lo_all, hi_all), start_levels = thread_map(lambda sweep: sweep(), [
+    swept = list(thread_map(lambda sweep: sweep(), [
         lambda: _posterior_windows(log_w, eps), lambda: _posterior_mean_levels(n, eps, a, b, log_w, hu, J),
-    ])
-    estimates, risk_parts = _median_by_levels(n, eps, a, b, log_w, lo_all, hi_all, start_levels)
-    del start_levels
+    ]))
+    lo_all, hi_all = swept[0]
+    # the starting levels handed over, not kept: _median_by_levels frees them once read (n + 1 int32)
+    estimates, risk_parts = _median_by_levels(n, eps, a, b, log_w, lo_all, hi_all, swept.pop())
     rest = np.flatnonzero(~np.isfinite(estimates))
     if rest.size:
         estimates[rest], risk_rest = _window_median_rows(n, eps, a, b, log_w, lo_all, hi_all, rest)
