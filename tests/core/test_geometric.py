@@ -180,3 +180,10 @@ def test_kernel_sums_by_chunk_notice_a_changed_recursion():
 def test_kernel_sums_by_chunk_refuse_a_bad_chunk():
     with pytest.raises(ValueError, match="chunk"):
         list(geo.geometric_kernel_sums_by_chunk(lambda lo, hi: np.ones(hi - lo), 5, 1.0, 0, 0))
+
+
+@pytest.mark.parametrize(("n", "eps"), [(0, 2.0), (1, 0.5), (7, 1.0), (1000, 0.01)])
+def test_row_factors_at_some_counts_are_those_of_all_counts(n, eps):
+    """The factors at chosen counts (ends, interior, repeated, any order) are those of the full array, bit for bit."""
+    z = np.array([n, 0, n // 2, 0, n, max(n - 1, 0), min(1, n)])
+    assert geo.geometric_row_factors_at(z, n, eps).tobytes() == geo.geometric_row_factors(n, eps)[z].tobytes()

@@ -41,6 +41,7 @@ __all__ = [
     "truncated_geometric_matrix",
     "clamped_geometric_logmatrix",
     "geometric_row_factors",
+    "geometric_row_factors_at",
     "geometric_kernel_sums",
     "geometric_kernel_sums_by_chunk",
     "sample_two_sided_geometric",
@@ -241,11 +242,30 @@ def geometric_row_factors(n: int, eps: float) -> NDArray[np.float64]:
     """
     n = check_int("n", n, minimum=0)
     eps = check_positive("eps", eps)
+    return geometric_row_factors_at(np.arange(n + 1), n, eps)
+
+
+def geometric_row_factors_at(z: NDArray[np.integer], n: int, eps: float) -> NDArray[np.float64]:
+    """``geometric_row_factors(n, eps)[z]`` without the array of all ``n + 1`` factors (the same values).
+
+    Parameters
+    ----------
+    z : ndarray of int
+        Noisy counts in ``0..n`` (not checked: for callers that hold many of them).
+    n : int
+        Largest count, ``>= 0``.
+    eps : float
+        Privacy parameter, ``> 0``.
+
+    Returns
+    -------
+    ndarray, shape of ``z``
+    """
     log_interior, log_end = geometric_log_normalisers(eps)
-    f = np.full(n + 1, np.exp(log_interior))
-    f[0] = f[n] = np.exp(log_end)
+    f = np.full(np.shape(z), np.exp(log_interior))
+    f[(z == 0) | (z == n)] = np.exp(log_end)
     if n == 0:
-        f[0] = 1.0  # a single output: every noisy count is clamped to it
+        f[...] = 1.0  # a single output: every noisy count is clamped to it
     return f
 
 

@@ -29,7 +29,7 @@ from scipy import special
 from dpbayes.core._extras import lazy_module
 from dpbayes.core.compiled import compile_kernel, compiled_enabled
 from dpbayes.core.executors import thread_map
-from dpbayes.core.geometric import geometric_kernel_sums_by_chunk, geometric_log_normalisers
+from dpbayes.core.geometric import geometric_kernel_sums_by_chunk, geometric_log_normalisers, geometric_row_factors_at
 from dpbayes.ubapp.optimal import _log_poch, _log_space_mean_offset, betabinom_logpmf
 
 optimize = lazy_module("scipy.optimize")
@@ -67,34 +67,14 @@ def _chunk_bounds(n: int, chunk: int = _SWEEP_CHUNK) -> list[tuple[int, int]]:
     return [(lo, min(lo + chunk, n + 1)) for lo in range(0, n + 1, chunk)]
 
 
-def _window_levels_by_chunk(
-    log_w: NDArray[np.float64], eps: float, bounds: list[tuple[int, int]], right_entering: list[NDArray[np.float64]]
-) -> Iterator[tuple[int, int, NDArray[np.float64]]]:
-    """``log sum_y a^|z - y| w_y`` (linear-scale recursions) for the ``z`` of each chunk, in increasing order.
-
-    The arithmetic of the one-array filters of ``_posterior_windows`` (``lfilter`` continued with ``zi``
-    gives the same bits): the left sum runs forward through the chunks; the right sum of each chunk
-    restarts from ``right_entering[k]``, the state that the backward pass left on entering it.
-    """
-    from scipy.signal import lfilter
-
-    a = float(np.exp(-eps))
-    left_state = np.zeros(1)
-    for k, (lo, hi) in enumerate(bounds):
-        with np.errstate(under="ignore"):
-            w = np.exp(log_w[lo:hi])
-        level, left_state = lfilter([1.0], [1.0, -a], w, zi=left_state)  # sum_{y <= z} a^(z - y) w_y
-        level += lfilter([0.0, a], [1.0, -a], w[::-1], zi=right_entering[k])[0][::-1]  # + sum_{y > z}
-        yield lo, hi, level
-
-
 def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
     """``[lo[z], hi[z]]``: the counts ``y`` whose share of ``P(z) = sum_y G[z, y] w_y`` is not negligible.
 
     A count is kept when ``w_y a^|z - y| >= _WINDOW_TOL / (n + 1) * sum_y' w_y' a^|z - y'|``; the
     window is the hull of those counts (a superset), found with prefix / suffix maxima of
     ``log w_y +- eps y`` and binary search, ``O(n log n)``. The sums ``sum_y' w_y' a^|z - y'|`` only
-    place the threshold: they come from two first-order recursions in linear scale (``log_w <= 0``
+    place the threshold: they are ``P(z)`` over its row factor, ``P(z)`` from the mechanism's kernel
+    sums (:func:`dpbayes.core.geometric.geometric_kernel_sums_by_chunk`, linear scale: ``log_w <= 0``
     with maximum 0), or from cumulative ``logaddexp`` when some of them fall below ``1e-280``. The
     second binary search of each side runs only on the ``z`` whose first one lands on the wrong side.
 
@@ -103,20 +83,14 @@ def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[
     chunk's keys are searched in the part of the maxima that holds their answers (the same indices as a
     search of the whole array, in cache).
     """
-    from scipy.signal import lfilter
-
     n = log_w.size - 1
-    a = float(np.exp(-eps))
     bounds = _chunk_bounds(n)
-    right_entering = [np.zeros(1) for _ in bounds]
-    state = np.zeros(1)
-    for k in range(len(bounds) - 1, 0, -1):  # backward: the state entering each chunk from the right
-        lo_k, hi_k = bounds[k]
-        with np.errstate(under="ignore"):
-            w = np.exp(log_w[lo_k:hi_k])
-        state = lfilter([0.0, a], [1.0, -a], w[::-1], zi=state)[1]
-        right_entering[k - 1] = state.copy()
     shift = np.log(_WINDOW_TOL) - np.log(n + 1.0)
+    log_interior, log_end = geometric_log_normalisers(eps)
+
+    def weights(lo_k: int, hi_k: int) -> NDArray[np.float64]:
+        with np.errstate(under="ignore"):
+            return np.exp(log_w[lo_k:hi_k])
     log_space: list[NDArray[np.float64]] = []  # the thresholds in log space, once a linear sum is below 1e-280
 
     def thresholds() -> Iterator[tuple[int, int, NDArray[np.float64] | None]]:
@@ -126,11 +100,17 @@ def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[
             for lo_k, hi_k in bounds:
                 yield lo_k, hi_k, log_space[0][lo_k:hi_k]
             return
-        for lo_k, hi_k, level in _window_levels_by_chunk(log_w, eps, bounds, right_entering):
+        for lo_k, hi_k, (level,) in geometric_kernel_sums_by_chunk(weights, n, eps, 0, _SWEEP_CHUNK):
             if not np.min(level) > 1e-280:
                 yield lo_k, hi_k, None
                 return
-            np.log(level, out=level)
+            np.log(level, out=level)  # log P(z) less the row factor's log: log sum_y a^|z - y| w_y
+            if n > 0:
+                level -= log_interior
+                if lo_k == 0:
+                    level[0] += log_interior - log_end
+                if hi_k == n + 1:
+                    level[-1] += log_interior - log_end
             level += shift
             yield lo_k, hi_k, level
 
@@ -399,16 +379,6 @@ def _posterior_mean_levels(
     return levels
 
 
-def _row_factors_at(z: NDArray[np.int64], n: int, eps: float) -> NDArray[np.float64]:
-    """``geometric_row_factors(n, eps)[z]`` without that array of ``n + 1`` numbers (the same values)."""
-    log_interior, log_end = geometric_log_normalisers(eps)
-    f = np.full(z.shape, np.exp(log_interior))
-    f[(z == 0) | (z == n)] = np.exp(log_end)
-    if n == 0:
-        f[:] = 1.0
-    return f
-
-
 def beta_posterior_median_remap_window(n: int, eps: float, a: float, b: float) -> tuple[NDArray[np.float64], float]:
     """:func:`beta_posterior_median_remap` by the direct per-``z`` method, ``O(n min(n, 90 / eps))`` time.
 
@@ -453,7 +423,7 @@ def _window_median_rows(
         ys = lo_all[z, None] + np.arange(width)[None, :]
         valid = ys <= hi_all[z, None]
         ys = np.minimum(ys, n)
-        log_c = np.log(_row_factors_at(z, n, eps))
+        log_c = np.log(geometric_row_factors_at(z, n, eps))
         log_joint = np.where(valid, log_c[:, None] + log_w[ys] - eps * np.abs(ys - z[:, None]), -np.inf)
         top = np.max(log_joint, axis=1, keepdims=True)
         joint = np.exp(log_joint - top)
@@ -826,7 +796,7 @@ def _median_by_levels(
             z_blk = np.arange(starts[r0], ends[r1 - 1]) if zs is None else zs[starts[r0]:ends[r1 - 1]]
             row_of = np.repeat(np.arange(r1 - r0), ends[r0:r1] - starts[r0:r1])
             col = z_blk - base[row_of]
-            S = _kernel_sums_at([(seqs, 0), (moms, g0)], eps, row_of, col, c0, c1, _row_factors_at(z_blk, n, eps))
+            S = _kernel_sums_at([(seqs, 0), (moms, g0)], eps, row_of, col, c0, c1, geometric_row_factors_at(z_blk, n, eps))
             del seqs, moms, ys, valid, ysc, yf, al, be, lbeta, lw, log_pdf, w, g, d, cex, inc, v, wd, u
             pz, phi0, rd0 = S[0], S[1], S[2]
             # T_k = sum_y G g_y P_k(u_y) = sum_j C[k, level, j] M_j: one matrix product per level
