@@ -365,7 +365,7 @@ def _posterior_mean_levels(
         with np.errstate(under="ignore"):
             return np.exp(log_w[lo:hi])
 
-    for lo, hi, (s0, s1) in geometric_kernel_sums_by_chunk(weights, n, eps, 1):
+    for lo, hi, (s0, s1) in geometric_kernel_sums_by_chunk(weights, n, eps, 1, _SWEEP_CHUNK):
         ok = s0 > 1e-280
         shift = np.zeros(hi - lo)
         shift[ok] = s1[ok] / s0[ok]
