@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dpbayes.core._extras import lazy_module
+from dpbayes.core.allocator import warm_allocator
 from dpbayes.core.compiled import compile_kernel, compiled_enabled
 from dpbayes.core.executors import thread_map
 from dpbayes.core.geometric import geometric_kernel_sums_by_chunk, geometric_log_normalisers, geometric_row_factors_at
@@ -292,6 +293,7 @@ def beta_posterior_median_remap(n: int, eps: float, a: float, b: float) -> tuple
     risk : float
         Exact Bayes risk ``E|theta - estimate|``.
     """
+    warm_allocator()  # every block allocates and frees a few tens of MB: keep them in the heap (core.allocator)
     log_w = _betabinom_logpmf_all(n, a, b)
     scale_log = float(np.max(log_w))
     log_w -= scale_log
