@@ -37,7 +37,7 @@ def test_warm_allocator_keeps_freed_blocks_in_the_heap():
     again after every block (the heap top is trimmed); after warm_allocator only the first block's are faulted in
     (measured: about 61,000 faults, 20 blocks of 12 MB, against 3,072, one block's)."""
     cold, warm = _faults(False), _faults(True)
-    assert cold > 5000
+    assert cold > 100  # 20 blocks faulted in again: about 3,000 pages each (4 KiB), or 6 (2 MiB transparent huge pages)
     assert warm < cold / 10
 
 

@@ -148,7 +148,7 @@ def test_each_attribute_gets_the_recommended_estimator_with_its_risks_on_the_pro
             lo, hi = a.interval
             assert 0 <= lo <= hi <= 1 and round((hi - lo) * n) <= 2 * mech.half_width
     frame = out.to_frame()
-    assert list(frame.index) == ["a0", "a1"] and {"estimate", "interval low", "interval high", "reason"} <= set(frame.columns)
+    assert list(frame.index) == ["a0", "a1"] and {"estimate", "interval_low", "interval_high", "reason"} <= set(frame.columns)
 
 
 def test_add_remove_needs_a_public_bound_and_releases_counts():

@@ -188,12 +188,16 @@ class TableRelease:
         return {f: [getattr(a, f) for a in self.attributes] for f in fields}
 
     def to_frame(self) -> Any:
-        """A pandas DataFrame, one row per attribute (needs pandas: the ``data`` extra)."""
+        """A pandas DataFrame, one row per attribute (needs pandas: the ``data`` extra).
+
+        Indexed by ``column``; its columns are the other keys of :meth:`to_dict`, with the same names, the interval
+        split into ``interval_low`` and ``interval_high``.
+        """
         pd = require("pandas", "TableRelease.to_frame (a table of releases)")
         frame = pd.DataFrame(self.to_dict()).set_index("column")
         lo_hi = frame.pop("interval")
-        frame.insert(2, "interval low", [lo for lo, _ in lo_hi])
-        frame.insert(3, "interval high", [hi for _, hi in lo_hi])
+        frame.insert(2, "interval_low", [lo for lo, _ in lo_hi])
+        frame.insert(3, "interval_high", [hi for _, hi in lo_hi])
         return frame
 
 
