@@ -242,7 +242,10 @@ def geometric_row_factors(n: int, eps: float) -> NDArray[np.float64]:
     """
     n = check_int("n", n, minimum=0)
     eps = check_positive("eps", eps)
-    return geometric_row_factors_at(np.arange(n + 1), n, eps)
+    interior, end = _row_factor_values(n, eps)
+    f = np.full(n + 1, interior)
+    f[0] = f[n] = end
+    return f
 
 
 def geometric_row_factors_at(z: NDArray[np.integer], n: int, eps: float) -> NDArray[np.float64]:
@@ -261,12 +264,18 @@ def geometric_row_factors_at(z: NDArray[np.integer], n: int, eps: float) -> NDAr
     -------
     ndarray, shape of ``z``
     """
-    log_interior, log_end = geometric_log_normalisers(eps)
-    f = np.full(np.shape(z), np.exp(log_interior))
-    f[(z == 0) | (z == n)] = np.exp(log_end)
-    if n == 0:
-        f[...] = 1.0  # a single output: every noisy count is clamped to it
+    interior, end = _row_factor_values(n, eps)
+    f = np.full(np.shape(z), interior)
+    f[(z == 0) | (z == n)] = end
     return f
+
+
+def _row_factor_values(n: int, eps: float) -> tuple[float, float]:
+    """The row factors inside and at the two ends (0 and n) of the truncated geometric mechanism."""
+    if n == 0:
+        return 1.0, 1.0  # a single output: every noisy count is clamped to it
+    log_interior, log_end = geometric_log_normalisers(eps)
+    return float(np.exp(log_interior)), float(np.exp(log_end))
 
 
 def geometric_kernel_sums(w: ArrayLike, eps: float, moments: int = 0, axis: int = 0) -> tuple[NDArray[np.float64], ...]:

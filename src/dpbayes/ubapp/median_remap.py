@@ -68,6 +68,16 @@ def _chunk_bounds(n: int, chunk: int = _SWEEP_CHUNK) -> list[tuple[int, int]]:
     return [(lo, min(lo + chunk, n + 1)) for lo in range(0, n + 1, chunk)]
 
 
+def _chunk_weights(log_w: NDArray[np.float64]) -> Callable[[int, int], NDArray[np.float64]]:
+    """``weights(lo, hi) = exp(log_w[lo:hi])`` (underflow to 0 allowed): the chunks the kernel sums ask for."""
+
+    def weights(lo: int, hi: int) -> NDArray[np.float64]:
+        with np.errstate(under="ignore"):
+            return np.exp(log_w[lo:hi])
+
+    return weights
+
+
 def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
     """``[lo[z], hi[z]]``: the counts ``y`` whose share of ``P(z) = sum_y G[z, y] w_y`` is not negligible.
 
@@ -88,10 +98,7 @@ def _posterior_windows(log_w: NDArray[np.float64], eps: float) -> tuple[NDArray[
     bounds = _chunk_bounds(n)
     shift = np.log(_WINDOW_TOL) - np.log(n + 1.0)
     log_interior, log_end = geometric_log_normalisers(eps)
-
-    def weights(lo_k: int, hi_k: int) -> NDArray[np.float64]:
-        with np.errstate(under="ignore"):
-            return np.exp(log_w[lo_k:hi_k])
+    weights = _chunk_weights(log_w)
     log_space: list[NDArray[np.float64]] = []  # the thresholds in log space, once a linear sum is below 1e-280
 
     def thresholds() -> Iterator[tuple[int, int, NDArray[np.float64] | None]]:
@@ -362,12 +369,7 @@ def _posterior_mean_levels(
     ``n + 1``."""
     levels = np.empty(n + 1, dtype=np.int32)
     log_offset: NDArray[np.float64] | None = None
-
-    def weights(lo: int, hi: int) -> NDArray[np.float64]:
-        with np.errstate(under="ignore"):
-            return np.exp(log_w[lo:hi])
-
-    for lo, hi, (s0, s1) in geometric_kernel_sums_by_chunk(weights, n, eps, 1, _SWEEP_CHUNK):
+    for lo, hi, (s0, s1) in geometric_kernel_sums_by_chunk(_chunk_weights(log_w), n, eps, 1, _SWEEP_CHUNK):
         ok = s0 > 1e-280
         shift = np.zeros(hi - lo)
         shift[ok] = s1[ok] / s0[ok]
