@@ -12,7 +12,10 @@ a peak of 293-294 MB against 286-294; 10 interleaved pairs of fresh processes on
 
 :func:`warm_allocator` frees one untouched block of ``WARM_BYTES``: the state a process reaches by
 itself once it has freed any array of that size, with the dynamic adjustment still on (no
-``mallopt``). Elsewhere (another C library) it allocates and frees that block, and nothing else.
+``mallopt``). Elsewhere (another C library) it allocates and frees that block, and nothing else. Where the
+environment fixes glibc's thresholds (any of ``MALLOC_TOP_PAD_``, ``MALLOC_MMAP_THRESHOLD_``,
+``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_MAX_`` or their ``GLIBC_TUNABLES``), glibc adapts none of them and the
+warm-up changes nothing: it respects the setting rather than overriding it by ``mallopt``.
 """
 
 from __future__ import annotations
