@@ -67,6 +67,11 @@ test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint browser-build chromium
 	$(MAKE) --no-print-directory unit notebooks figures notebooks-narrow figures-narrow browser-check
 
+# The stages that run JOBS processes side by side (pytest-xdist workers, each notebook's kernel) give each one
+# BLAS thread: OpenBLAS's threads spin while they wait, and with JOBS processes on as many cores its small
+# calls (L-BFGS-B's level-1 operations in the minimax solver) ran several times slower than on one thread.
+unit notebooks notebooks-narrow: export OPENBLAS_NUM_THREADS = 1
+
 # ruff with the rule set of pyproject.toml ([tool.ruff.lint]: syntax errors and pyflakes)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
