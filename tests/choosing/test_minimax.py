@@ -135,3 +135,23 @@ def test_lifted_prior_large_n_is_certified() -> None:
     # far from both ends (n eps = 10^5) the clamped count is already within 1e-5 of the minimax risk
     far = mm.minimax_remap(1_000_000, 0.1, tol=1e-5, max_evals=2000, max_seconds=float("inf"))
     assert far.relative_gap <= 1e-5 and far.lower_bound <= far.worst_risk
+
+
+def test_proportion_squared_solver_runs_blas_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The O(n) solver's L-BFGS-B runs with BLAS on one thread, so that its result has the same bits on any number
+    of cores (measured: at n = 10^4, eps = 0.1 one and two OpenBLAS threads gave worst risks 1.998238951846065e-06
+    and 1.9982391363029124e-06, and two threads took 2-5 times as long on a busy 2-core machine)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    seen: list[list[int]] = []
+    real = mm.optimize.minimize
+
+    def spy(*args, **kwargs):
+        seen.append([pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mm.optimize, "minimize", spy)
+    with threadpool_limits(limits=2, user_api="blas"):
+        result = mm.minimax_remap(300, 0.5, tol=1e-6)
+    assert seen and all(threads and set(threads) == {1} for threads in seen)
+    assert result.relative_gap <= 1e-6

@@ -39,3 +39,31 @@ def test_one_thread_runs_in_the_calling_thread(monkeypatch: pytest.MonkeyPatch) 
     seen = []
     assert list(executors.thread_map(lambda i: seen.append(threading.current_thread()) or i, [1, 2])) == [1, 2]
     assert seen == [threading.current_thread()] * 2
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_one_blas_thread_limits_blas_within_the_block_and_restores_it() -> None:
+    """Inside the block (nested or not) every BLAS library loaded has one thread; the setting from before comes
+    back when the block ends, also on an error."""
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    np.ones(3) @ np.ones(3)  # NumPy's BLAS loaded
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads()
+        assert before and all(t <= 2 for t in before)
+        with executors.one_blas_thread():
+            assert _blas_threads() == [1] * len(before)
+            with executors.one_blas_thread():
+                assert _blas_threads() == [1] * len(before)
+            assert _blas_threads() == [1] * len(before)
+        assert _blas_threads() == before
+        with pytest.raises(RuntimeError, match="inside"):
+            with executors.one_blas_thread():
+                raise RuntimeError("inside")
+        assert _blas_threads() == before

@@ -65,6 +65,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
 from dpbayes.choosing.candidates import _geometric_count_posterior_mean, _geometric_expectations, candidate_moments
+from dpbayes.core.executors import one_blas_thread
 from dpbayes.core.validation import check_choice, check_in_range, check_int
 from dpbayes.core.geometric import geometric_kernel_sums, truncated_geometric_matrix
 
@@ -347,6 +348,13 @@ def _softmax(r: FloatArray, tau: float) -> FloatArray:
 
 
 def _solve_proportion_squared(n: int, eps: float, tol: float, max_evals: int, max_seconds: float) -> MinimaxRemap:
+    """The O(n) solver of the proportion / squared-loss problem (the module's docstring); BLAS on one thread, so
+    that its dot products and L-BFGS-B's steps have the same bits whatever the machine's number of cores."""
+    with one_blas_thread():
+        return _solve_proportion_squared_blas1(n, eps, tol, max_evals, max_seconds)
+
+
+def _solve_proportion_squared_blas1(n: int, eps: float, tol: float, max_evals: int, max_seconds: float) -> MinimaxRemap:
     t_start = time.perf_counter()
     deadline = t_start + max_seconds
     r0 = identity_risk_counts(n, eps)

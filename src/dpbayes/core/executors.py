@@ -17,7 +17,9 @@ task runs. This module says where they run:
   notebook executed by papermill uses a cluster without a new parameter.
 
 Within one process, :func:`thread_map` runs a list of tasks that release the GIL (NumPy on arrays, the
-``nogil`` compiled kernels) on a few threads, results in order (``DPBAYES_THREADS`` sets how many).
+``nogil`` compiled kernels) on a few threads, results in order (``DPBAYES_THREADS`` sets how many), and
+:func:`one_blas_thread` keeps the BLAS library on one thread where its threads would only change the bits
+and cost time (many small calls, as in L-BFGS-B).
 
 A worker needs the same ``dpbayes`` and the same versions of the pinned packages
 (``requirements.txt``) as the client, and nothing else: no working tree, no shared directory (tasks
@@ -40,7 +42,7 @@ from typing import Any
 from dpbayes.core._extras import require
 from dpbayes.core.validation import check_int
 
-__all__ = ["map_tasks", "thread_map", "thread_count", "THREADS_ENV", "SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler", "check_scheduler", "connect",
+__all__ = ["map_tasks", "thread_map", "thread_count", "one_blas_thread", "THREADS_ENV", "SCHEDULER_ENV", "SchedulerError", "WorkerLost", "resolve_scheduler", "check_scheduler", "connect",
            "check_versions", "map_on_cluster", "PINNED_PACKAGES"]
 
 SCHEDULER_ENV = "DPBAYES_SCHEDULER"
@@ -336,3 +338,22 @@ def thread_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
         return
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dpbayes") as pool:
         yield from pool.map(fn, items)
+
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Within the block, the BLAS libraries loaded (OpenBLAS, MKL, BLIS) use one thread (threadpoolctl's
+    :class:`~threadpoolctl.threadpool_limits`; the setting from before is restored at its end, also on an error).
+
+    A threaded BLAS splits a dot product or a matrix-vector product between its threads, and so sums in an
+    order that depends on how many it has: a result computed inside the block has the same bits on a machine
+    of 2 cores and of 64. Many small calls (L-BFGS-B's level-1 operations on ``10^4`` entries) also run faster
+    on one thread, whose caller does not wait for the others to wake. The limit is the process's, set from
+    the main thread: OpenBLAS 0.3.31 ignores a limit set from another thread (measured), so a block entered
+    elsewhere changes nothing.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
