@@ -340,11 +340,10 @@ def thread_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Any]:
         yield from pool.map(fn, items)
 
 
-
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
     """Within the block, the BLAS libraries loaded (OpenBLAS, MKL, BLIS) use one thread (threadpoolctl's
-    :class:`~threadpoolctl.threadpool_limits`; the setting from before is restored at its end, also on an error).
+    ``threadpool_limits``; the setting from before is restored at its end, also on an error).
 
     A threaded BLAS splits a dot product or a matrix-vector product between its threads, and so sums in an
     order that depends on how many it has: a result computed inside the block has the same bits on a machine
