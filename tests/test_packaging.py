@@ -64,7 +64,7 @@ def test_wheel_ships_the_library_its_licence_and_no_book(wheel: Path) -> None:
     meta = Parser().parsestr(zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("dist-info/METADATA"))).decode())
     assert "MIT" in (meta.get("License-Expression") or meta.get("License") or "") or "License :: OSI Approved :: MIT License" in meta.get_all("Classifier", [])
     core = sorted(r.split(";")[0].strip() for r in meta.get_all("Requires-Dist", []) if "extra ==" not in r)
-    assert core == ["numpy", "scipy"]
+    assert core == ["numpy", "scipy", "threadpoolctl"]
     assert "opendp==0.16.0; extra == \"release\"" in [r.replace("'", '"') for r in meta.get_all("Requires-Dist", [])]
 
 
