@@ -347,14 +347,10 @@ def _softmax(r: FloatArray, tau: float) -> FloatArray:
     return e / e.sum()
 
 
+@one_blas_thread()
 def _solve_proportion_squared(n: int, eps: float, tol: float, max_evals: int, max_seconds: float) -> MinimaxRemap:
     """The O(n) solver of the proportion / squared-loss problem (the module's docstring); BLAS on one thread, so
     that its dot products and L-BFGS-B's steps have the same bits whatever the machine's number of cores."""
-    with one_blas_thread():
-        return _solve_proportion_squared_blas1(n, eps, tol, max_evals, max_seconds)
-
-
-def _solve_proportion_squared_blas1(n: int, eps: float, tol: float, max_evals: int, max_seconds: float) -> MinimaxRemap:
     t_start = time.perf_counter()
     deadline = t_start + max_seconds
     r0 = identity_risk_counts(n, eps)

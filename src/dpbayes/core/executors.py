@@ -351,9 +351,10 @@ def one_blas_thread() -> Iterator[None]:
     on one thread, whose caller does not wait for the others to wake: the minimax solver at ``n = 10^4``, ``eps
     = 0.1`` took 0.87 [0.85, 0.90] times as long as with OpenBLAS's two threads on an idle 2-core machine, and
     0.33 [0.30, 0.37] times with another process spinning on a core (6 interleaved pairs each,
-    ``benchmarks/bench_blas_threads.py``, record ``benchmarks/results/minimax-blas-threads.json``). The limit is the process's, set from
-    the main thread: OpenBLAS 0.3.31 ignores a limit set from another thread (measured), so a block entered
-    elsewhere changes nothing.
+    ``benchmarks/bench_blas_threads.py``, record ``benchmarks/results/minimax-blas-threads.json``). The limit is
+    the process's, set from the main thread: OpenBLAS 0.3.31 ignores a limit set from another thread (measured),
+    so a block entered elsewhere changes nothing. Also a decorator (``@one_blas_thread()``): each call of the
+    function runs in a block of its own.
     """
     from threadpoolctl import threadpool_limits
 
